@@ -1,0 +1,80 @@
+"""How an API group describes itself to the generic machinery.
+
+An API group (apis/<group>/install.py) builds one `GroupInfo`. Everything generic (codec, discovery,
+OpenAPI, endpoints, registry) reads only these values, which is what lets a new group be added
+without touching server/, registry/generic/ or storage/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class HubObject(Protocol):
+    """An internal (hub) object: a dataclass whose metadata is kept as a kube ObjectMeta dict."""
+
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class VersionedKind:
+    """One served version of a kind: its structural schema and its conversions to and from the hub.
+
+    `schema` is the OpenAPI v3 structural schema of the whole object (apiVersion, kind, metadata,
+    spec, status) including declarative `default`s; it drives pruning, defaulting, validation and
+    the published OpenAPI, so what the server enforces and what it documents cannot drift apart.
+
+    `to_hub` receives a pruned and defaulted versioned dict and returns a new hub object;
+    `from_hub` returns a new versioned dict *without* apiVersion/kind (the codec sets them).
+    Neither may mutate its input.
+    """
+
+    version: str
+    schema: dict[str, Any]
+    to_hub: Callable[[dict[str, Any]], Any]
+    from_hub: Callable[[Any], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A Table column (meta.k8s.io/v1 TableColumnDefinition) read from the *hub* object."""
+
+    name: str
+    type: str  # string | integer | number | boolean | date
+    description: str
+    cell: Callable[[Any], Any]
+    format: str = ""
+    priority: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    kind: str
+    list_kind: str
+    resource: str  # plural, lower case
+    singular: str
+    namespaced: bool
+    versions: dict[str, VersionedKind]
+    storage_version: str
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    # Table columns after Name (kubectl get). Name is always first; Age is added last.
+    columns: tuple[Column, ...] = ()
+    # Subresources served for this kind (e.g. "status").
+    subresources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    group: str
+    # Served versions in priority order: the first is the preferred version.
+    versions: tuple[str, ...]
+    kinds: tuple[KindInfo, ...] = field(default_factory=tuple)
+
+    def kind_for_resource(self, resource: str) -> KindInfo | None:
+        return next((k for k in self.kinds if k.resource == resource), None)
+
+    def kind_named(self, kind: str) -> KindInfo | None:
+        return next((k for k in self.kinds if k.kind == kind), None)

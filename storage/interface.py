@@ -1,0 +1,172 @@
+"""The async storage contract every backend implements.
+
+Storage is byte-oriented on purpose: it knows keys, revisions and watch, never schemas. The registry
+encodes objects (in their storage version) before they reach this layer, so a backend can be swapped
+without touching API semantics. Preconditions on object content (uid, resourceVersion) are expressed as
+callbacks that receive the current value, because only the registry can read the bytes.
+
+Revisions are global and monotonic, like etcd's: every write gets a new revision, and an object's
+`mod_revision` becomes its `metadata.resourceVersion`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: str
+    value: bytes
+    create_revision: int
+    mod_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    items: list[KeyValue]
+    # The revision the list was read at; a later page must be read at this same revision.
+    revision: int
+    # True when keys after the last returned one exist under the prefix (at `revision`).
+    more: bool
+    # How many keys after the returned page exist (at `revision`); 0 when `more` is False.
+    remaining: int
+
+
+class EventType(enum.StrEnum):
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    type: EventType
+    key: str
+    # For DELETED: the last value the key had before the delete (what clients see as the final state).
+    value: bytes
+    # The revision of this change (for DELETED: the revision of the delete itself).
+    revision: int
+    # The value before this change; None for ADDED.
+    prev_value: bytes | None
+
+
+class StorageError(Exception):
+    """Base of every error a backend raises; the API layer maps each subclass to one HTTP status."""
+
+    def __init__(self, key: str, message: str = "") -> None:
+        super().__init__(message or key)
+        self.key = key
+
+
+class NotFound(StorageError):
+    """The key does not exist (→ 404)."""
+
+
+class AlreadyExists(StorageError):
+    """create() on a key that exists (→ 409 AlreadyExists)."""
+
+
+class Conflict(StorageError):
+    """A revision precondition failed (→ 409 Conflict)."""
+
+
+class TooOldResourceVersion(StorageError):
+    """A read or watch asked for a revision that was compacted away (→ 410 Expired/Gone)."""
+
+    def __init__(self, requested: int, oldest: int, current: int = 0) -> None:
+        super().__init__("", f"too old resource version: {requested} ({oldest})")
+        self.requested = requested
+        self.oldest = oldest
+        self.current = current
+
+
+class FutureRevision(StorageError):
+    """A read asked for a revision newer than the store has (→ 504 Timeout 'Too large resource version')."""
+
+    def __init__(self, requested: int, current: int) -> None:
+        super().__init__("", f"Too large resource version: {requested}, current: {current}")
+        self.requested = requested
+        self.current = current
+
+
+class Unavailable(StorageError):
+    """The backend cannot be reached now (→ 503 with Retry-After)."""
+
+
+# Receives the current value (None when the key is missing) and returns the new bytes to store.
+# Returning bytes equal to the current value means "no change": nothing is written and the
+# revision stays. Raising any exception aborts the update and is propagated unchanged, which is how
+# the registry expresses preconditions, validation failures and admission denials.
+UpdateFunc = Callable[[KeyValue | None], Awaitable[bytes]]
+
+# Called with the current value before a delete; raising aborts the delete (e.g. a uid mismatch).
+DeleteCheck = Callable[[KeyValue], Awaitable[None]]
+
+
+class Interface(Protocol):
+    """What the registry needs from a backend. Both backends pass tests/storage/conformance."""
+
+    async def create(self, key: str, value: bytes) -> KeyValue:
+        """Store a new key. Raises AlreadyExists."""
+        ...
+
+    async def get(self, key: str, *, revision: int = 0) -> KeyValue:
+        """Read a key, at `revision` when non-zero. Raises NotFound, TooOldResourceVersion."""
+        ...
+
+    async def list(
+        self, prefix: str, *, revision: int = 0, start_key: str | None = None, limit: int = 0
+    ) -> ListResult:
+        """Keys under `prefix` in key order, read at `revision` (0 = now).
+
+        `start_key` is inclusive, so a continuation passes the last key + "\\x00". `limit` 0 means
+        all. Raises TooOldResourceVersion when `revision` was compacted, FutureRevision when it is
+        ahead of the store.
+        """
+        ...
+
+    async def guaranteed_update(
+        self, key: str, update: UpdateFunc, *, ignore_not_found: bool = False
+    ) -> KeyValue:
+        """Read-modify-write with optimistic concurrency, retried on a concurrent write.
+
+        `update` may run more than once; it must be pure apart from raising. With
+        `ignore_not_found`, a missing key is passed to `update` as None and the result is created;
+        otherwise a missing key raises NotFound without calling `update`.
+        """
+        ...
+
+    async def delete(self, key: str, *, check: DeleteCheck | None = None) -> KeyValue:
+        """Delete a key and return its last value, with mod_revision set to the delete's revision
+        (what kube reports as the deleted object's resourceVersion). `check` runs on every try.
+        Raises NotFound."""
+        ...
+
+    def watch(self, prefix: str, revision: int) -> AsyncIterator[Event]:
+        """Events under `prefix` with revision > `revision`, in revision order, exactly once.
+
+        The watch starts when `watch()` is called, not when first iterated, so a write made right
+        after the call is never missed; `revision` 0 means "after the newest revision now".
+
+        Raises TooOldResourceVersion (when iterated) if `revision` is older than what the backend
+        retains. The iterator ends only when the backend closes or the consumer stops.
+        """
+        ...
+
+    async def current_revision(self) -> int:
+        """The newest revision in the store (what an empty list reports as its resourceVersion)."""
+        ...
+
+    async def compact(self, revision: int) -> None:
+        """Forget history at or below `revision`; reads and watches from there get TooOld."""
+        ...
+
+    async def check(self) -> None:
+        """Raise Unavailable when the backend cannot serve; used by /readyz."""
+        ...
+
+    async def close(self) -> None: ...
