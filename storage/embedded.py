@@ -1,0 +1,234 @@
+"""The default storage backend: one SQLite file with etcd-like revisions, watch and compaction.
+
+It exists so the server runs without an etcd cluster (development, tests, single-replica installs)
+while keeping every storage.Interface semantic the registry relies on: global monotonic revisions,
+reads and list pages at a fixed revision, optimistic read-modify-write, gapless watch from a revision,
+and 410-style errors once history is compacted.
+
+Threading: ALL SQLite work runs on one dedicated single-thread executor
+(ThreadPoolExecutor(max_workers=1)) through loop.run_in_executor, so the event loop never blocks on
+disk and SQLite only ever sees one thread; that thread also serialises writes, which is what makes
+revisions strictly ordered. Update and delete-check callbacks run on the event loop between an
+executor read and an executor compare-and-swap, never inside the executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import sqlite3
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from storage.embedded_fanout import Fanout, Subscriber, WatcherTooSlow
+from storage.embedded_sqlite import RevisionLog, StorageInUse
+from storage.interface import DeleteCheck, Event, KeyValue, ListResult, NotFound, Unavailable, UpdateFunc
+
+__all__ = ["EmbeddedStorage", "StorageInUse", "WatcherTooSlow", "open_embedded"]
+
+_log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+# Events read per executor call while a watch replays history; bounds one call's latency and memory.
+_HISTORY_PAGE = 500
+
+
+async def open_embedded(
+    path: Path, *, prefix: str, history_limit: int = 10000, watch_buffer: int = 1024
+) -> EmbeddedStorage:
+    """Open (creating if needed) the store at `path`; keys are stored as `prefix` + key.
+
+    `history_limit` revisions are kept for old reads and watch replay (0 disables auto-compaction);
+    `watch_buffer` is how many unread events a watcher may lag before it is cut off.
+    Raises StorageInUse when another server holds the file.
+    """
+    loop = asyncio.get_running_loop()
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedded-storage")
+    fanout = Fanout(revision=0, capacity=watch_buffer)
+
+    def publish(event: Event) -> None:
+        # Called on the executor thread right after COMMIT; call_soon_threadsafe keeps commit order.
+        with contextlib.suppress(RuntimeError):  # the loop is already closed: nobody is watching
+            loop.call_soon_threadsafe(fanout.publish, event)
+
+    opener = functools.partial(RevisionLog.open, path, prefix=prefix.rstrip("/"), publish=publish)
+    try:
+        revision_log = await loop.run_in_executor(executor, opener)
+        fanout.published_revision = await loop.run_in_executor(executor, revision_log.current_revision)
+        compacted = await loop.run_in_executor(executor, revision_log.compacted_revision)
+    except BaseException:
+        executor.shutdown(wait=False)
+        raise
+    return EmbeddedStorage(revision_log, executor, fanout, history_limit=history_limit, compacted=compacted)
+
+
+class EmbeddedStorage:
+    """storage.Interface over a RevisionLog; see the module docstring for the threading model."""
+
+    def __init__(
+        self,
+        revision_log: RevisionLog,
+        executor: ThreadPoolExecutor,
+        fanout: Fanout,
+        *,
+        history_limit: int,
+        compacted: int,
+    ) -> None:
+        self._log = revision_log
+        self._executor = executor
+        self._fanout = fanout
+        self._history_limit = history_limit
+        # Compact again once history exceeds the limit by this much, so compaction is occasional.
+        self._compaction_slack = max(1, history_limit // 10)
+        self._compacted = compacted
+        self._compaction: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def create(self, key: str, value: bytes) -> KeyValue:
+        return self._after_write(await self._call(self._log.create, key, value))
+
+    async def get(self, key: str, *, revision: int = 0) -> KeyValue:
+        return await self._call(self._log.get, key, revision)
+
+    async def list(
+        self, prefix: str, *, revision: int = 0, start_key: str | None = None, limit: int = 0
+    ) -> ListResult:
+        return await self._call(self._log.list, _directory(prefix), revision, start_key, limit)
+
+    async def guaranteed_update(
+        self, key: str, update: UpdateFunc, *, ignore_not_found: bool = False
+    ) -> KeyValue:
+        while True:
+            current = await self._call(self._log.current, key)
+            if current is None and not ignore_not_found:
+                raise NotFound(key)
+            new_value = await update(current)  # on the loop: it may await admission, webhooks, ...
+            if current is not None and new_value == current.value:
+                return current
+            expected = current.mod_revision if current is not None else 0
+            written = await self._call(self._log.put_if, key, new_value, expected)
+            if written is not None:
+                return self._after_write(written)
+
+    async def delete(self, key: str, *, check: DeleteCheck | None = None) -> KeyValue:
+        while True:
+            current = await self._call(self._log.current, key)
+            if current is None:
+                raise NotFound(key)
+            if check is not None:
+                await check(current)
+            deleted = await self._call(self._log.delete_if, key, current.mod_revision)
+            if deleted is not None:
+                self._after_write(deleted)
+                return deleted
+
+    def watch(self, prefix: str, revision: int) -> AsyncIterator[Event]:
+        # Subscribe now, before anything is read, so no commit can fall between history and live events.
+        subscriber = self._fanout.subscribe(_directory(prefix))
+        start = revision or self._fanout.published_revision
+        events = self._watch_events(subscriber, replay=revision != 0, start=start)
+        return _WatchStream(events, functools.partial(self._fanout.unsubscribe, subscriber))
+
+    async def current_revision(self) -> int:
+        return await self._call(self._log.current_revision)
+
+    async def compact(self, revision: int) -> None:
+        compacted = await self._call(self._log.compact, revision)
+        self._compacted = max(self._compacted, compacted)
+
+    async def check(self) -> None:
+        await self._call(self._log.current_revision)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._fanout.close()
+        if self._compaction is not None:
+            with contextlib.suppress(Exception):
+                await self._compaction
+        loop = asyncio.get_running_loop()
+        # Queued behind any executor work still in flight, so those calls finish on an open file.
+        await loop.run_in_executor(self._executor, self._log.close)
+        self._executor.shutdown(wait=False)  # the worker is idle now and exits on its own
+
+    async def _watch_events(
+        self, subscriber: Subscriber, *, replay: bool, start: int
+    ) -> AsyncGenerator[Event, None]:
+        """History after `start` from the table (when replaying), then live events, deduped by revision."""
+        last = start
+        try:
+            if self._closed:
+                raise Unavailable("", "embedded storage is closed")
+            while replay and not subscriber.closed:
+                page = await self._call(self._log.history, subscriber.prefix, last, _HISTORY_PAGE)
+                for event in page:
+                    if subscriber.closed:
+                        return
+                    last = event.revision
+                    yield event
+                replay = len(page) == _HISTORY_PAGE
+            while (event := await subscriber.next()) is not None:
+                if event.revision > last:  # already replayed from the table
+                    last = event.revision
+                    yield event
+        finally:
+            self._fanout.unsubscribe(subscriber)
+
+    def _after_write(self, written: KeyValue) -> KeyValue:
+        """Start an auto-compaction in the background when history outgrew the limit by the slack."""
+        revision = written.mod_revision
+        if (
+            self._history_limit > 0
+            and self._compaction is None
+            and revision - self._compacted >= self._history_limit + self._compaction_slack
+        ):
+            task = asyncio.get_running_loop().create_task(self._auto_compact(revision - self._history_limit))
+            self._compaction = task
+        return written
+
+    async def _auto_compact(self, revision: int) -> None:
+        try:
+            await self.compact(revision)
+        except Exception:
+            if not self._closed:
+                _log.exception("embedded storage: auto-compaction to revision %d failed", revision)
+        finally:
+            self._compaction = None
+
+    async def _call(self, function: Callable[..., _T], *args: object) -> _T:
+        if self._closed:
+            raise Unavailable("", "embedded storage is closed")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, function, *args)
+        except sqlite3.Error as err:
+            raise Unavailable("", f"embedded storage failed: {err}") from err
+
+
+class _WatchStream:
+    """The watch iterator; closing it releases the subscription even if it was never iterated."""
+
+    __slots__ = ("_events", "_release")
+
+    def __init__(self, events: AsyncGenerator[Event, None], release: Callable[[], None]) -> None:
+        self._events = events
+        self._release = release
+
+    def __aiter__(self) -> _WatchStream:
+        return self
+
+    async def __anext__(self) -> Event:
+        return await self._events.__anext__()
+
+    async def aclose(self) -> None:
+        self._release()
+        await self._events.aclose()
+
+
+def _directory(prefix: str) -> str:
+    """Treat a prefix as a directory, like kube's etcd3 store, so "/pizzas/a" never matches "/pizzasx/"."""
+    return prefix if prefix.endswith("/") else prefix + "/"

@@ -1,0 +1,101 @@
+"""In-process watch fan-out for the embedded backend.
+
+Writers never wait for watchers: publishing appends to each matching subscriber's bounded buffer and
+returns. A subscriber whose buffer is full has fallen too far behind; rather than block every writer
+(or buffer without limit), it is cut off — it first drains what it already has, then its iterator
+raises WatcherTooSlow. That error is an Unavailable, so the API layer ends the watch with a retriable
+error and the client re-watches from its last seen resourceVersion (kube's cacher likewise closes
+watchers that cannot keep up).
+
+All methods run on the event loop; the storage executor reaches `publish` via call_soon_threadsafe,
+which preserves commit order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+
+from storage.interface import Event, Unavailable
+
+
+class WatcherTooSlow(Unavailable):
+    """The watcher stopped reading and its buffer filled up; it must re-watch from its last revision."""
+
+
+@dataclass(slots=True, eq=False)
+class Subscriber:
+    """One watcher's mailbox: buffered events plus whether it was cut off or the store closed."""
+
+    prefix: str
+    capacity: int
+    pending: deque[Event] = field(default_factory=deque)
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    failure: WatcherTooSlow | None = None
+    closed: bool = False
+
+    def offer(self, event: Event) -> bool:
+        """Buffer the event; False (and the subscriber is failed) when the buffer is already full."""
+        if len(self.pending) >= self.capacity:
+            self.failure = WatcherTooSlow(
+                event.key,
+                f"watcher fell more than {self.capacity} events behind (at revision {event.revision})",
+            )
+        else:
+            self.pending.append(event)
+        self.wakeup.set()
+        return self.failure is None
+
+    def end(self) -> None:
+        self.closed = True
+        self.wakeup.set()
+
+    async def next(self) -> Event | None:
+        """The next buffered event; None once the store closed. Raises WatcherTooSlow after draining."""
+        while True:
+            if self.closed:
+                return None
+            if self.pending:
+                return self.pending.popleft()
+            if self.failure is not None:
+                raise self.failure
+            self.wakeup.clear()
+            await self.wakeup.wait()
+
+
+class Fanout:
+    """Routes each committed event to the subscribers whose directory prefix contains its key."""
+
+    def __init__(self, revision: int, capacity: int) -> None:
+        # The newest revision handed to subscribers: a watcher subscribing now sees everything after it.
+        self.published_revision = revision
+        self._capacity = capacity
+        self._subscribers: set[Subscriber] = set()
+        self._closed = False
+
+    def subscribe(self, prefix: str) -> Subscriber:
+        subscriber = Subscriber(prefix=prefix, capacity=self._capacity)
+        if self._closed:
+            subscriber.end()
+        else:
+            self._subscribers.add(subscriber)
+        return subscriber
+
+    def unsubscribe(self, subscriber: Subscriber) -> None:
+        self._subscribers.discard(subscriber)
+
+    def publish(self, event: Event) -> None:
+        self.published_revision = max(self.published_revision, event.revision)
+        dropped = [
+            subscriber
+            for subscriber in self._subscribers
+            if event.key.startswith(subscriber.prefix) and not subscriber.offer(event)
+        ]
+        self._subscribers.difference_update(dropped)
+
+    def close(self) -> None:
+        self._closed = True
+        for subscriber in self._subscribers:
+            subscriber.end()
+        self._subscribers.clear()
