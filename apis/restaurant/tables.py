@@ -1,0 +1,51 @@
+"""Table columns for `kubectl get` (meta.k8s.io Table), read from hub objects.
+
+A cell that has nothing to show is None, which kubectl prints as `<none>`, as it does for a custom
+resource's printer column whose JSONPath finds nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apis.restaurant.types import Pizza, Topping
+from apis.runtime.kinds import Column
+
+
+def pizza_toppings_cell(pizza: Pizza) -> str | None:
+    """ "salami, 2x mozzarella, tomato": one entry per topping, as a menu would list it."""
+    parts = [t.name if t.quantity == 1 else f"{t.quantity}x {t.name}" for t in pizza.spec.toppings]
+    return ", ".join(parts) if parts else None
+
+
+def pizza_cost_cell(pizza: Pizza) -> Any:
+    return pizza.status.cost
+
+
+def topping_cost_cell(topping: Topping) -> Any:
+    return topping.spec.cost
+
+
+PIZZA_COLUMNS: tuple[Column, ...] = (
+    Column(
+        name="Toppings",
+        type="string",
+        description="The toppings on the pizza, with the number of portions where more than one.",
+        cell=pizza_toppings_cell,
+    ),
+    Column(
+        name="Cost",
+        type="number",
+        description="The cost of the whole pizza including all toppings.",
+        cell=pizza_cost_cell,
+    ),
+)
+
+TOPPING_COLUMNS: tuple[Column, ...] = (
+    Column(
+        name="Cost",
+        type="number",
+        description="The cost of one portion of the topping.",
+        cell=topping_cost_cell,
+    ),
+)

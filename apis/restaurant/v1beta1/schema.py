@@ -1,0 +1,97 @@
+"""Structural schemas of restaurant.programming-kubernetes.info/v1beta1, with declarative defaults.
+
+v1beta1 replaces v1alpha1's repeated topping names by one entry per topping with a quantity. Its
+defaults mean the same pizza as v1alpha1's (the versioning guide asks every version to default a field
+that any version defaults, and to the same meaning, so that conversion never invents or loses data).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apis.meta.schemas import object_schema
+
+DEFAULT_QUANTITY = 1
+DEFAULT_TOPPINGS: tuple[tuple[str, int], ...] = (("salami", 1), ("mozzarella", 1), ("tomato", 1))
+
+TOPPING_SCHEMA: dict[str, Any] = object_schema(
+    "Topping is a topping that can be put onto a pizza, e.g. salami, mozzarella or tomato. "
+    "Toppings are cluster-wide; a Pizza may only name toppings that exist.",
+    {
+        "spec": {
+            "type": "object",
+            "description": "ToppingSpec is the specification of a topping.",
+            "required": ["cost"],
+            "properties": {
+                "cost": {
+                    "type": "number",
+                    "minimum": 0,
+                    "description": "cost is the cost of one portion of this topping.",
+                },
+            },
+        },
+    },
+    required=["spec"],
+)
+
+PIZZA_SCHEMA: dict[str, Any] = object_schema(
+    "Pizza specifies a pizza offered by the restaurant and the toppings put onto it.",
+    {
+        "spec": {
+            "type": "object",
+            "description": "PizzaSpec is the specification of a pizza.",
+            # An empty object as default lets the toppings default below apply when spec is omitted
+            # altogether: defaulting runs top-down (KEP-575).
+            "default": {},
+            "properties": {
+                "toppings": {
+                    "type": "array",
+                    "description": (
+                        "toppings is the list of toppings put onto the pizza, each named at most once; "
+                        "the order does not matter. Defaults to one portion each of salami, mozzarella "
+                        "and tomato."
+                    ),
+                    "items": {
+                        "type": "object",
+                        "description": "PizzaTopping is a topping with the number of its portions.",
+                        "required": ["name"],
+                        "properties": {
+                            "name": {
+                                "type": "string",
+                                "description": "name is the name of a Topping object.",
+                            },
+                            "quantity": {
+                                "type": "integer",
+                                "minimum": 1,
+                                "default": DEFAULT_QUANTITY,
+                                "description": (
+                                    "quantity is how many portions of the topping are put onto the pizza. "
+                                    "Defaults to 1."
+                                ),
+                            },
+                        },
+                    },
+                    # Entries are identified by name: patches and server-side apply merge them by name
+                    # (a client can change one topping's quantity without restating the others), and
+                    # a name may appear only once.
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "x-kubernetes-patch-merge-key": "name",
+                    "x-kubernetes-patch-strategy": "merge",
+                    "default": [{"name": name, "quantity": quantity} for name, quantity in DEFAULT_TOPPINGS],
+                },
+            },
+        },
+        "status": {
+            "type": "object",
+            "description": "PizzaStatus is the observed state of a pizza.",
+            "properties": {
+                "cost": {
+                    "type": "number",
+                    "minimum": 0,
+                    "description": "cost is the cost of the whole pizza including all toppings.",
+                },
+            },
+        },
+    },
+)

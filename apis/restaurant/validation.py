@@ -1,0 +1,91 @@
+"""Validation of restaurant objects on the hub, whatever version they arrived in.
+
+The versioned schemas already reject wrong types and out-of-range numbers on the way in; these checks
+are the ones a schema cannot express (unique topping names after v1alpha1 duplicates were collapsed),
+and they hold the hub to its invariants even when an object reached it by another path (mutating
+admission, a status update). Only spec and status are checked: metadata is validated generically.
+
+Field paths are given in the v1beta1 (hub) shape, e.g. `spec.toppings[1].name`, as kube-apiserver
+reports internal-version paths whatever version the client used.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from apis.meta import field
+from apis.meta.field import FieldError, Path
+from apis.restaurant.types import Pizza, PizzaSpec, PizzaStatus, Topping, ToppingSpec
+
+# apimachinery's IsNegativeErrorMsg, so clients see the same words as for built-in kinds.
+_NEGATIVE = "must be greater than or equal to 0"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _validate_cost(value: Any, path: Path) -> list[FieldError]:
+    if not _is_number(value):
+        return [field.invalid(path, value, "must be a number")]
+    if not math.isfinite(value):
+        return [field.invalid(path, value, "must be a finite number")]
+    if value < 0:
+        return [field.invalid(path, value, _NEGATIVE)]
+    return []
+
+
+def validate_pizza_spec(spec: PizzaSpec, path: Path) -> list[FieldError]:
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    toppings = path.child("toppings")
+    for i, topping in enumerate(spec.toppings):
+        item = toppings.index(i)
+        if not topping.name:
+            errors.append(field.required(item.child("name"), ""))
+        elif topping.name in seen:
+            errors.append(field.duplicate(item.child("name"), topping.name))
+        else:
+            seen.add(topping.name)
+        quantity = topping.quantity
+        if not isinstance(quantity, int) or isinstance(quantity, bool):
+            errors.append(field.invalid(item.child("quantity"), quantity, "must be an integer"))
+        elif quantity < 1:
+            errors.append(
+                field.invalid(item.child("quantity"), quantity, "must be greater than or equal to 1")
+            )
+    return errors
+
+
+def validate_pizza_status(status: PizzaStatus, path: Path) -> list[FieldError]:
+    if status.cost is None:
+        return []
+    return _validate_cost(status.cost, path.child("cost"))
+
+
+def validate_pizza(pizza: Pizza) -> list[FieldError]:
+    return validate_pizza_spec(pizza.spec, Path("spec")) + validate_pizza_status(pizza.status, Path("status"))
+
+
+def validate_pizza_update(new: Pizza, old: Pizza) -> list[FieldError]:
+    # Every field may change; an update must simply leave a valid pizza behind.
+    return validate_pizza(new)
+
+
+def validate_pizza_status_update(new: Pizza, old: Pizza) -> list[FieldError]:
+    """For the /status subresource, where only status can have changed."""
+    return validate_pizza_status(new.status, Path("status"))
+
+
+def validate_topping_spec(spec: ToppingSpec, path: Path) -> list[FieldError]:
+    return _validate_cost(spec.cost, path.child("cost"))
+
+
+def validate_topping(topping: Topping) -> list[FieldError]:
+    return validate_topping_spec(topping.spec, Path("spec"))
+
+
+def validate_topping_update(new: Topping, old: Topping) -> list[FieldError]:
+    # A topping's cost may change at any time; pizzas pick the new cost up when they are re-priced.
+    return validate_topping(new)
