@@ -1,0 +1,181 @@
+"""The server's TLS context, and a holder that swaps in renewed certificates without a restart.
+
+Why an SNI callback: aiohttp binds one ``SSLContext`` to the listening socket for its lifetime.
+OpenSSL calls the servername callback for every ClientHello — also when the client sends no SNI
+(verified by tests with an IP-address Python client and ``openssl s_client -noservername``; the
+callback then gets ``server_name=None``) — and assigning ``ssl_object.context`` there switches the
+new connection to the current context (``SSL_set_SSL_CTX``: certificate, key, ALPN and the client
+CA store used for verification). Established connections keep the context they were accepted
+with, so a reload never drops them. The verify mode stays that of the listening context, which is
+why every context built here uses the same one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import ssl
+from collections.abc import Sequence
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+ALPN_PROTOCOLS = ["http/1.1"]
+DEFAULT_CHECK_INTERVAL = 10.0
+
+FileStamp = tuple[int, int, int] | None  # (mtime_ns, size, inode); None when the file is missing
+
+
+def build_server_context(cert_path: Path, key_path: Path, client_ca_paths: Sequence[Path]) -> ssl.SSLContext:
+    """A server context for TLS >= 1.2 that asks for, but does not require, a client certificate.
+
+    Requests without a client certificate must still reach the authentication layer so it can
+    answer 401 with a Status (or accept a bearer token / request-header user), hence CERT_OPTIONAL.
+    A certificate from a CA not in ``client_ca_paths`` fails the handshake (Python cannot defer that
+    decision to the authenticator as Go's RequestClientCert does). Reads files synchronously: call
+    it through ``asyncio.to_thread`` from the event loop.
+    """
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(certfile=cert_path, keyfile=key_path)
+    context.set_alpn_protocols(ALPN_PROTOCOLS)
+    for ca_path in client_ca_paths:
+        context.load_verify_locations(cafile=ca_path)
+    # Without any CA, OpenSSL would reject every presented client certificate; ignore them instead.
+    context.verify_mode = ssl.CERT_OPTIONAL if client_ca_paths else ssl.CERT_NONE
+    return context
+
+
+class ReloadingTLS:
+    """Serves the newest certificate, key and client CAs found on disk.
+
+    Give ``listening_context`` to the server socket; run ``start()`` for periodic checks or call
+    ``reload_if_changed()`` directly. A failed rebuild (e.g. a key written before its certificate)
+    keeps the previous context and is retried on the next check.
+    """
+
+    __slots__ = (
+        "_ca_paths",
+        "_cert_path",
+        "_current",
+        "_interval",
+        "_key_path",
+        "_listening",
+        "_stamps",
+        "_task",
+    )
+
+    def __init__(
+        self,
+        cert_path: Path,
+        key_path: Path,
+        client_ca_paths: Sequence[Path],
+        *,
+        initial: ssl.SSLContext,
+        stamps: tuple[FileStamp, ...],
+        check_interval: float = DEFAULT_CHECK_INTERVAL,
+    ) -> None:
+        """Prefer ``await ReloadingTLS.load(...)``, which builds ``initial`` and ``stamps`` off the loop."""
+        self._cert_path = cert_path
+        self._key_path = key_path
+        self._ca_paths = tuple(client_ca_paths)
+        self._interval = check_interval
+        self._listening = initial
+        self._current = initial
+        self._stamps = stamps
+        self._task: asyncio.Task[None] | None = None
+        initial.sni_callback = self._on_client_hello
+
+    @classmethod
+    async def load(
+        cls,
+        cert_path: Path,
+        key_path: Path,
+        client_ca_paths: Sequence[Path],
+        *,
+        check_interval: float = DEFAULT_CHECK_INTERVAL,
+    ) -> ReloadingTLS:
+        """Build the first context in a worker thread (file reads) and remember the files' stamps."""
+        paths = (cert_path, key_path, *client_ca_paths)
+        stamps = await asyncio.to_thread(_stamp_all, paths)
+        initial = await asyncio.to_thread(build_server_context, cert_path, key_path, client_ca_paths)
+        return cls(
+            cert_path,
+            key_path,
+            client_ca_paths,
+            initial=initial,
+            stamps=stamps,
+            check_interval=check_interval,
+        )
+
+    @property
+    def listening_context(self) -> ssl.SSLContext:
+        """The context to bind to the listening socket; it routes each handshake to ``current``."""
+        return self._listening
+
+    @property
+    def current(self) -> ssl.SSLContext:
+        return self._current
+
+    async def reload_if_changed(self) -> bool:
+        """Rebuild the context if any file's stamp changed; return whether a new context is live."""
+        paths = (self._cert_path, self._key_path, *self._ca_paths)
+        stamps = await asyncio.to_thread(_stamp_all, paths)
+        if stamps == self._stamps:
+            return False
+        try:
+            context = await asyncio.to_thread(
+                build_server_context, self._cert_path, self._key_path, self._ca_paths
+            )
+        except (OSError, ssl.SSLError, ValueError) as err:
+            # Stamps are not recorded, so the next check tries again once the files settle.
+            logger.warning(
+                "keeping the previous TLS configuration: rebuilding from %s failed: %s", paths, err
+            )
+            return False
+        self._current = context
+        self._stamps = stamps
+        logger.info("loaded new serving certificate from %s", self._cert_path)
+        return True
+
+    async def start(self) -> None:
+        """Begin checking the files every ``check_interval`` seconds in a background task."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="tls-reload")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            try:
+                await self.reload_if_changed()
+            except Exception:  # a broken check must not end reloading for the server's lifetime
+                logger.exception("checking TLS files for changes failed")
+
+    def _on_client_hello(
+        self, ssl_object: ssl.SSLObject | ssl.SSLSocket, server_name: str | None, _: ssl.SSLContext
+    ) -> None:
+        current = self._current
+        if current is not self._listening:
+            ssl_object.context = current
+
+
+def _stamp_all(paths: Sequence[Path]) -> tuple[FileStamp, ...]:
+    return tuple(_stamp(p) for p in paths)
+
+
+def _stamp(path: Path) -> FileStamp:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    # The inode catches an atomic rename that happens to keep size and a coarse mtime.
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
