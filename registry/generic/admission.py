@@ -1,0 +1,68 @@
+"""The admission contract: what a plugin sees and how it says no (k8s.io/apiserver pkg/admission).
+
+It lives beside the Store (not in server/) because resource-specific plugins live with their
+resources in registry/<group>/ and must not import the server. server/admission composes the chain.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from apis.meta import errors
+from apis.meta.errors import GroupResource, StatusError
+from apis.meta.user import UserInfo
+
+
+class Operation(enum.StrEnum):
+    CREATE = "CREATE"
+    UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    CONNECT = "CONNECT"
+
+
+@dataclass(slots=True)
+class Attributes:
+    operation: Operation
+    group: str
+    version: str
+    resource: str
+    subresource: str
+    kind: str
+    namespace: str
+    name: str
+    # Hub objects. For DELETE, `object` is None and `old_object` the object being deleted.
+    object: Any
+    old_object: Any
+    user: UserInfo
+    dry_run: bool
+
+    @property
+    def group_resource(self) -> GroupResource:
+        return GroupResource(self.group, self.resource)
+
+
+def deny(attrs: Attributes, why: str) -> StatusError:
+    """kube's admission.NewForbidden: 403 `<resource> "<name>" is forbidden: <why>`."""
+    return errors.forbidden(attrs.group_resource, attrs.name, why)
+
+
+class MutatingPlugin(Protocol):
+    name: str
+
+    def handles(self, operation: Operation) -> bool: ...
+
+    async def admit(self, attrs: Attributes) -> None:
+        """May change attrs.object in place; raises StatusError to deny."""
+        ...
+
+
+class ValidatingPlugin(Protocol):
+    name: str
+
+    def handles(self, operation: Operation) -> bool: ...
+
+    async def validate(self, attrs: Attributes) -> None:
+        """Raises StatusError to deny; never changes the object."""
+        ...

@@ -1,0 +1,25 @@
+"""What installing an API group yields: its stores, subresource strategies and admission plugins.
+
+A group's registry package (registry/<group>/install.py) returns one of these from the storage it is
+given; the server turns it into routes, discovery and OpenAPI without knowing anything else about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from apis.runtime.kinds import GroupInfo
+from registry.generic.admission import MutatingPlugin, ValidatingPlugin
+from registry.generic.store import Store
+from registry.generic.strategy import Strategy
+
+
+@dataclass(frozen=True)
+class GroupInstallation:
+    group: GroupInfo
+    # One Store per resource (plural name); every served version shares it.
+    stores: dict[str, Store]
+    # Subresource strategies per resource, e.g. {"pizzas": {"status": ...}}.
+    subresources: dict[str, dict[str, Strategy]] = field(default_factory=dict)
+    mutating: tuple[MutatingPlugin, ...] = ()
+    validating: tuple[ValidatingPlugin, ...] = ()

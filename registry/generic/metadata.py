@@ -1,0 +1,51 @@
+"""The system-owned parts of ObjectMeta, set the way k8s.io/apiserver's rest.BeforeCreate/BeforeUpdate do.
+
+Kept apart from the Store so the rules a client can observe (which fields the server overwrites,
+which it keeps from the old object) are readable in one place.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+# kube's names.SimpleNameGenerator: 5 random characters from this alphabet.
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+GENERATED_SUFFIX_LENGTH = 5
+MAX_GENERATED_NAME_LENGTH = 63 - GENERATED_SUFFIX_LENGTH
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def generate_name(base: str) -> str:
+    if len(base) > MAX_GENERATED_NAME_LENGTH:
+        base = base[:MAX_GENERATED_NAME_LENGTH]
+    return base + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(GENERATED_SUFFIX_LENGTH))
+
+
+def fill_for_create(meta: dict[str, Any]) -> None:
+    """Fields a client may not choose on create (kube: FillObjectMetaSystemFields + BeforeCreate)."""
+    meta["uid"] = str(uuid.uuid4())
+    meta["creationTimestamp"] = now_rfc3339()
+    for system_owned in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+        meta.pop(system_owned, None)
+    if not meta.get("generateName"):
+        meta.pop("generateName", None)
+
+
+def keep_for_update(meta: dict[str, Any], old: dict[str, Any]) -> None:
+    """An update can never move uid, creationTimestamp or a deletion already under way."""
+    if not meta.get("uid"):
+        meta["uid"] = old.get("uid")
+    if old.get("creationTimestamp"):
+        meta["creationTimestamp"] = old["creationTimestamp"]
+    for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+        if old.get(field) is not None:
+            meta[field] = old[field]
+        else:
+            meta.pop(field, None)
+    meta.pop("selfLink", None)

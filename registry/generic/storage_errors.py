@@ -1,0 +1,36 @@
+"""Storage errors → API errors, as k8s.io/apiserver's pkg/registry/generic/registry/storage_errors does."""
+
+from __future__ import annotations
+
+from apis.meta import errors
+from apis.meta.errors import GroupResource, StatusError
+from storage import interface as st
+
+
+def interpret(err: st.StorageError, gr: GroupResource, name: str) -> StatusError:
+    if isinstance(err, st.NotFound):
+        return errors.not_found(gr, name)
+    if isinstance(err, st.AlreadyExists):
+        return errors.already_exists(gr, name)
+    if isinstance(err, st.Conflict):
+        return errors.conflict(gr, name, errors.OBJECT_MODIFIED)
+    if isinstance(err, st.TooOldResourceVersion):
+        return errors.expired(str(err))
+    if isinstance(err, st.FutureRevision):
+        return errors.timeout(f"Too large resource version: {err.requested}, current: {err.current}", 1)
+    if isinstance(err, st.Unavailable):
+        return errors.service_unavailable(f"storage is unavailable: {err}")
+    return errors.internal_error(str(err))
+
+
+def parse_resource_version(value: str | None) -> int:
+    """"" → 0; kube answers 400 for anything that is not an unsigned integer."""
+    if not value:
+        return 0
+    try:
+        rv = int(value)
+    except ValueError:
+        raise errors.bad_request(f"invalid resource version: {value!r}") from None
+    if rv < 0:
+        raise errors.bad_request(f"invalid resource version: {value!r}")
+    return rv

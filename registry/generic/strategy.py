@@ -1,0 +1,133 @@
+"""Per-resource behaviour the generic Store consults, like k8s.io/apiserver's RESTCreateStrategy & co.
+
+A resource's folder (registry/<group>/<resource>/) builds one `Strategy`; the Store does everything
+else. `SpecStatusStrategy` covers the common case of an object split into spec and status (what
+apiextensions does for every custom resource), so a resource usually only supplies validators.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from apis.meta.field import FieldError
+
+Validator = Callable[[Any], list[FieldError]]
+UpdateValidator = Callable[[Any, Any], list[FieldError]]
+FieldAttributes = Callable[[Any], dict[str, str]]
+
+
+class Strategy(Protocol):
+    namespaced: bool
+    # PUT on a missing object creates it (kube: AllowCreateOnUpdate).
+    allow_create_on_update: bool
+    # PUT without metadata.resourceVersion is accepted (kube: AllowUnconditionalUpdate).
+    allow_unconditional_update: bool
+    # Extra field selector names `field_attributes` provides (beyond metadata.name/namespace).
+    field_names: tuple[str, ...]
+
+    def prepare_for_create(self, obj: Any) -> None: ...
+    def prepare_for_update(self, obj: Any, old: Any) -> None: ...
+    def validate(self, obj: Any) -> list[FieldError]: ...
+    def validate_update(self, obj: Any, old: Any) -> list[FieldError]: ...
+    def canonicalize(self, obj: Any) -> None: ...
+    def field_attributes(self, obj: Any) -> dict[str, str]: ...
+
+
+def _no_errors(*_: Any) -> list[FieldError]:
+    return []
+
+
+def _no_fields(_: Any) -> dict[str, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class SpecStatusStrategy:
+    """The main resource endpoint: users own spec and metadata; status changes only via /status.
+
+    Mirrors apiextensions' customResourceStrategy when the status subresource is enabled: status is
+    reset on create and kept from the old object on update, and metadata.generation moves only when
+    spec changes (seed: "Subresources for CustomResources").
+    """
+
+    namespaced: bool
+    validate_fn: Validator = _no_errors
+    validate_update_fn: UpdateValidator = _no_errors
+    extra_fields: FieldAttributes = _no_fields
+    field_names: tuple[str, ...] = ()
+    has_status: bool = True
+    allow_create_on_update: bool = False
+    allow_unconditional_update: bool = False
+    empty_status: Callable[[], Any] | None = None
+
+    def prepare_for_create(self, obj: Any) -> None:
+        if self.has_status and self.empty_status is not None:
+            obj.status = self.empty_status()
+        obj.metadata["generation"] = 1
+
+    def prepare_for_update(self, obj: Any, old: Any) -> None:
+        if self.has_status:
+            obj.status = copy.deepcopy(old.status)
+        generation = int(old.metadata.get("generation") or 0)
+        obj.metadata["generation"] = generation + 1 if obj.spec != old.spec else max(generation, 1)
+
+    def validate(self, obj: Any) -> list[FieldError]:
+        return self.validate_fn(obj)
+
+    def validate_update(self, obj: Any, old: Any) -> list[FieldError]:
+        return self.validate_update_fn(obj, old)
+
+    def canonicalize(self, obj: Any) -> None:
+        return None
+
+    def field_attributes(self, obj: Any) -> dict[str, str]:
+        return self.extra_fields(obj)
+
+
+@dataclass(frozen=True)
+class StatusStrategy:
+    """The /status subresource: only status changes; spec and most metadata come from the old object.
+
+    Like kube's status strategies, labels/annotations/finalizers/ownerReferences are not changed through
+    /status (apiextensions resets metadata except for a few fields; we keep the old metadata whole apart
+    from resourceVersion, which carries the precondition).
+    """
+
+    main: SpecStatusStrategy
+    validate_status_fn: UpdateValidator = _no_errors
+
+    @property
+    def namespaced(self) -> bool:
+        return self.main.namespaced
+
+    allow_create_on_update: bool = False
+    allow_unconditional_update: bool = False
+
+    def prepare_for_create(self, obj: Any) -> None:
+        return None
+
+    def prepare_for_update(self, obj: Any, old: Any) -> None:
+        obj.spec = copy.deepcopy(old.spec)
+        rv = obj.metadata.get("resourceVersion")
+        obj.metadata = copy.deepcopy(old.metadata)
+        if rv is not None:
+            obj.metadata["resourceVersion"] = rv
+
+    def validate(self, obj: Any) -> list[FieldError]:
+        return []
+
+    def validate_update(self, obj: Any, old: Any) -> list[FieldError]:
+        return self.validate_status_fn(obj, old)
+
+    def canonicalize(self, obj: Any) -> None:
+        return None
+
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        return self.main.field_names
+
+    def field_attributes(self, obj: Any) -> dict[str, str]:
+        return self.main.field_attributes(obj)

@@ -1,0 +1,63 @@
+"""Storage events → object watch events, with kube's selector rules and initial-state semantics.
+
+An object that stops matching the selector is reported as DELETED and one that starts matching as
+ADDED (k8s.io/apiserver cacher's rule), so a client's view of "what matches" stays correct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from registry.generic import paging
+from registry.generic.options import ListOptions, WatchEvent, WatchOptions
+from registry.generic.storage_errors import parse_resource_version
+from storage import interface as st
+
+if TYPE_CHECKING:
+    from registry.generic.store import Store
+
+
+def _wants_initial_events(options: WatchOptions, rv: int) -> bool:
+    """kube: unset RV = "get state and start at most recent", "0" = "start at any"; both replay state."""
+    if options.send_initial_events is not None:
+        return options.send_initial_events
+    return rv == 0
+
+
+async def watch_objects(store: Store, prefix: str, options: WatchOptions) -> AsyncIterator[WatchEvent]:
+    rv = parse_resource_version(options.resource_version)
+    if _wants_initial_events(options, rv):
+        listed = await paging.list_objects(store, prefix, ListOptions(predicate=options.predicate))
+        start = int(listed.resource_version)
+        for obj in listed.items:
+            yield WatchEvent("ADDED", obj, start)
+        if options.send_initial_events:
+            yield WatchEvent("BOOKMARK", None, start, initial_events_end=True)
+    elif rv:
+        start = rv
+    else:
+        start = await store.storage.current_revision()
+    async for event in store.storage.watch(prefix, start):
+        translated = _translate(store, event, options)
+        # Filtered-out events still move the revision a bookmark may report.
+        yield translated or WatchEvent("PROGRESS", None, event.revision)
+
+
+def _translate(store: Store, event: st.Event, options: WatchOptions) -> WatchEvent | None:
+    current: Any = store.codec.decode(event.value, event.revision)
+    if event.type is st.EventType.DELETED:
+        if store.matches(current, options):
+            return WatchEvent("DELETED", current, event.revision)
+        return None
+    now = store.matches(current, options)
+    if event.type is st.EventType.ADDED or event.prev_value is None:
+        return WatchEvent("ADDED", current, event.revision) if now else None
+    before = store.matches(store.codec.decode(event.prev_value, event.revision), options)
+    if now and before:
+        return WatchEvent("MODIFIED", current, event.revision)
+    if now:
+        return WatchEvent("ADDED", current, event.revision)
+    if before:
+        return WatchEvent("DELETED", current, event.revision)
+    return None

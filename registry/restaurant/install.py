@@ -1,0 +1,23 @@
+"""Installs the restaurant group: one Store per kind, the /status strategy, the PizzaToppings plugin."""
+
+from __future__ import annotations
+
+from apis.restaurant.install import GROUP, PIZZA_KIND, TOPPING_KIND
+from apis.runtime.codec import Codec
+from registry.generic.installation import GroupInstallation
+from registry.generic.store import Store
+from registry.restaurant.pizza import strategy as pizza
+from registry.restaurant.pizza.admission import PizzaToppings
+from registry.restaurant.topping import strategy as topping
+from storage.interface import Interface
+
+
+def install(storage: Interface) -> GroupInstallation:
+    toppings = Store(Codec(GROUP.group, TOPPING_KIND), topping.STRATEGY, storage)
+    pizzas = Store(Codec(GROUP.group, PIZZA_KIND), pizza.STRATEGY, storage)
+    return GroupInstallation(
+        group=GROUP,
+        stores={TOPPING_KIND.resource: toppings, PIZZA_KIND.resource: pizzas},
+        subresources={PIZZA_KIND.resource: {"status": pizza.STATUS_STRATEGY}},
+        validating=(PizzaToppings(toppings),),
+    )
