@@ -1,0 +1,69 @@
+"""Config → aiohttp Application: the handler chain, the routes, and what runs at start and stop.
+
+Routes are few on purpose: health, version, metrics, discovery, OpenAPI, and one catch-all for
+resources that the dispatcher resolves from RequestInfo (the same parse authorization uses).
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from server.authn.interface import AnonymousAuthenticator, AuthenticatedGroupAdder, Authenticator, Union
+from server.authn.x509 import X509Authenticator
+from server.authz.interface import Authorizer
+from server.authz.interface import Union as AuthorizerUnion
+from server.authz.masters import AlwaysAllowPaths, PrivilegedGroups
+from server.config import Config
+from server.endpoints import published
+from server.endpoints.dispatch import API_REGISTRY, serve_resource
+from server.endpoints.registry import build_registry
+from server.endpoints.scope import PATCH_TYPES
+from server.filters import build_chain
+from server.health import HEALTH_PATHS, HealthCheck, HealthChecks
+from server.metrics import Metrics
+from server.version import version_handler, version_info
+
+
+def standalone_authenticator() -> Authenticator:
+    """Until delegated authentication is configured: client certificates from the server's own CA,
+    and anonymous only for the health endpoints (kube-apiserver answers anonymous /healthz)."""
+    return AuthenticatedGroupAdder(Union([X509Authenticator(), AnonymousAuthenticator(paths=HEALTH_PATHS)]))
+
+
+def standalone_authorizer() -> Authorizer:
+    """system:masters may do anything; health endpoints are open; everyone else is denied."""
+    return AuthorizerUnion([AlwaysAllowPaths(), PrivilegedGroups()])
+
+
+def build_app(config: Config) -> web.Application:
+    metrics = Metrics()
+    app = web.Application(
+        middlewares=build_chain(
+            authenticator=standalone_authenticator(), authorizer=standalone_authorizer(), metrics=metrics
+        ),
+        client_max_size=4 * 1024 * 1024,
+    )
+    app["min_request_timeout"] = float(config.options.min_request_timeout)
+    registry = build_registry(config.installations)
+    app[API_REGISTRY] = registry
+    info = version_info()
+    app[published.DOCUMENTS] = published.build_documents(
+        registry.groups, patch_types=PATCH_TYPES, version_info=info.to_dict()
+    )
+    health = HealthChecks(readiness=[HealthCheck("storage", config.storage.check)])
+    app.add_routes(health.routes())
+    app.add_routes(
+        [
+            web.get("/version", version_handler(info)),
+            web.get("/metrics", metrics.handle),
+            web.get("/apis", published.apis),
+            web.get("/apis/", published.apis),
+            web.get("/apis/{group}", published.api_group),
+            web.get("/apis/{group}/{version}", published.api_resource_list),
+            web.get("/openapi/v2", published.openapi_v2_document),
+            web.get("/openapi/v3", published.openapi_v3_paths),
+            web.get("/openapi/v3/apis/{group}/{version}", published.openapi_v3_document),
+            web.route("*", "/apis/{group}/{version}/{tail:.+}", serve_resource),
+        ]
+    )
+    return app

@@ -1,0 +1,121 @@
+"""Options → a running configuration: certificates on disk, TLS context, storage opened, groups installed.
+
+This is kube's "options → config → completed config" step. Everything that touches the disk or the
+network runs off the event loop (`asyncio.to_thread`) or through async clients, so building a config
+inside a running loop (tests do) never blocks it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from registry.generic.installation import GroupInstallation
+from server.installed import INSTALLERS
+from server.options import Options
+from server.serving import certs
+from server.serving.kubeconfig import write_kubeconfig
+from server.serving.tls import ReloadingTLS
+from storage.interface import Interface
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServingCerts:
+    """Where the serving and client-auth material lives (generated or given by flags)."""
+
+    cert_path: Path
+    key_path: Path
+    ca_path: Path | None  # CA of the serving cert when self-signed (goes into the admin kubeconfig)
+    client_ca_path: Path
+    client_ca_key_path: Path
+
+
+@dataclass
+class Config:
+    options: Options
+    certs: ServingCerts
+    tls: ReloadingTLS
+    storage: Interface
+    installations: list[GroupInstallation]
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.tls.stop()
+        await self.storage.close()
+
+
+def _prepare_certs(options: Options) -> ServingCerts:
+    """Synchronous file work: run through asyncio.to_thread."""
+    assert options.cert_dir is not None
+    options.cert_dir.mkdir(parents=True, exist_ok=True)
+    if options.generates_serving_cert:
+        files = certs.ensure_self_signed(
+            options.cert_dir,
+            dns_names=options.serving_cert_dns_names,
+            ip_addresses=options.serving_cert_ip_addresses,
+        )
+        cert, key, ca = files.cert_path, files.key_path, files.ca_cert_path
+    else:
+        assert options.tls_cert_file is not None and options.tls_private_key_file is not None
+        cert, key, ca = options.tls_cert_file, options.tls_private_key_file, None
+    client_ca, client_ca_key = certs.ensure_client_ca(options.cert_dir)
+    return ServingCerts(cert, key, ca, client_ca, client_ca_key)
+
+
+async def open_storage(options: Options) -> Interface:
+    if options.uses_embedded_storage:
+        from storage.embedded import open_embedded
+
+        await asyncio.to_thread(options.data_dir.mkdir, parents=True, exist_ok=True)
+        return await open_embedded(options.data_dir / "storage.db", prefix=options.etcd_prefix)
+    from storage.etcd import EtcdConfig, open_etcd
+
+    return await open_etcd(
+        EtcdConfig(
+            servers=list(options.etcd_servers),
+            prefix=options.etcd_prefix,
+            cafile=str(options.etcd_cafile) if options.etcd_cafile else None,
+            certfile=str(options.etcd_certfile) if options.etcd_certfile else None,
+            keyfile=str(options.etcd_keyfile) if options.etcd_keyfile else None,
+            request_timeout=options.request_timeout,
+            compaction_interval=options.etcd_compaction_interval,
+        )
+    )
+
+
+async def build_config(options: Options) -> Config:
+    serving = await asyncio.to_thread(_prepare_certs, options)
+    tls = await ReloadingTLS.load(serving.cert_path, serving.key_path, [serving.client_ca_path])
+    storage = await open_storage(options)
+    installations = [install(storage) for install in INSTALLERS]
+    return Config(options, serving, tls, storage, installations)
+
+
+def write_admin_kubeconfig(config: Config, server_url: str) -> Path:
+    """Standalone mode's way in: a system:masters client cert signed by the server's own client CA.
+
+    Synchronous file work: run through asyncio.to_thread.
+    """
+    options = config.options
+    assert options.admin_kubeconfig is not None and options.cert_dir is not None
+    cert, key = certs.issue_client_cert(
+        config.certs.client_ca_path,
+        config.certs.client_ca_key_path,
+        common_name="admin",
+        organizations=["system:masters"],
+        out_dir=options.cert_dir,
+        basename="admin",
+    )
+    write_kubeconfig(
+        options.admin_kubeconfig,
+        server_url=server_url,
+        ca_cert_path=config.certs.ca_path or config.certs.cert_path,
+        client_cert_path=cert,
+        client_key_path=key,
+    )
+    return options.admin_kubeconfig

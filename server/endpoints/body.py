@@ -1,0 +1,134 @@
+"""Reading request bodies safely: bounded size and depth, JSON or YAML, duplicate fields found.
+
+Hostile input must end as a 4xx `Status`, never a 500 or a hang: the size cap is kube's 3 MiB,
+YAML aliases are refused (an alias bomb is small on the wire and huge in memory), and nesting is
+capped so no later recursive step (pruning, encoding) can overflow.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from apis.meta import errors
+
+MAX_BODY_BYTES = 3 * 1024 * 1024
+MAX_DEPTH = 100
+YAML_TYPE = "application/yaml"
+
+
+async def read_body(request: web.Request) -> bytes:
+    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+        raise errors.request_entity_too_large(f"limit is {MAX_BODY_BYTES}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise errors.request_entity_too_large(f"limit is {MAX_BODY_BYTES}")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _DupDict(dict):
+    """A JSON object that remembers which of its keys appeared more than once."""
+
+    __slots__ = ("duplicates",)
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> _DupDict:
+    obj = _DupDict()
+    dups: list[str] = []
+    for key, value in pairs:
+        if key in obj and key not in dups:
+            dups.append(key)
+        obj[key] = value
+    obj.duplicates = dups
+    return obj
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases and records duplicate mapping keys."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.YAMLError(f"yaml aliases are not allowed (line {event.start_mark.line + 1})")
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        self.flatten_mapping(node)
+        obj = _DupDict()
+        dups: list[str] = []
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str):
+                key = str(key)
+            if key in obj and key not in dups:
+                dups.append(key)
+            obj[key] = self.construct_object(value_node, deep=deep)
+        obj.duplicates = dups
+        return obj
+
+
+def _scalar_as_string(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    """YAML timestamps stay strings, as kube's YAML→JSON conversion keeps them."""
+    return str(loader.construct_scalar(node))
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _StrictLoader.construct_mapping)
+_StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _scalar_as_string)
+
+
+def decode(raw: bytes, media: str, *, track_duplicates: bool = False) -> tuple[Any, list[str]]:
+    """Body bytes → (value, duplicate field paths). 400 for anything unparseable or too deep."""
+    if not raw.strip():
+        raise errors.bad_request("the body of the request is empty")
+    try:
+        if media == YAML_TYPE:
+            value = yaml.load(raw, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+        elif track_duplicates:
+            value = json.loads(raw, object_pairs_hook=_pairs)
+        else:
+            value = orjson.loads(raw)
+    except (orjson.JSONDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise errors.bad_request(f"error decoding body: json parse error: {e}") from None
+    except RecursionError:
+        raise errors.bad_request(f"error decoding body: nesting deeper than {MAX_DEPTH} levels") from None
+    except yaml.YAMLError as e:
+        raise errors.bad_request(f"error decoding body: yaml: {e}") from None
+    except ValueError as e:  # e.g. an integer literal too long to convert
+        raise errors.bad_request(f"error decoding body: {e}") from None
+    return value, _check_depth_and_duplicates(value)
+
+
+def _check_depth_and_duplicates(value: Any) -> list[str]:
+    """Iterative walk (no recursion, so depth itself cannot crash it)."""
+    duplicates: list[str] = []
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        node, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise errors.bad_request(f"error decoding body: nesting deeper than {MAX_DEPTH} levels")
+        if isinstance(node, dict):
+            for key in getattr(node, "duplicates", ()):
+                duplicates.append(f"{path}.{key}" if path else key)
+            for key, child in node.items():
+                stack.append((child, f"{path}.{key}" if path else key, depth + 1))
+        elif isinstance(node, list):
+            for i, child in enumerate(node):
+                stack.append((child, f"{path}[{i}]", depth + 1))
+    return sorted(duplicates)
+
+
+def plain(value: Any) -> Any:
+    """Strip the duplicate-tracking dict subclass so the value is plain JSON data again."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value

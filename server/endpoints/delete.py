@@ -1,0 +1,66 @@
+"""DELETE of one object and of a collection (deletecollection)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from apis.meta.errors import success_status
+from apis.meta.user import ANONYMOUS
+from registry.generic.admission import Operation
+from server.endpoints import body as bodies
+from server.endpoints.negotiation import JSON, negotiate_output
+from server.endpoints.query import delete_options, list_options
+from server.endpoints.render import render_list, render_object
+from server.endpoints.scope import ResourceScope
+from server.request_info import RequestInfo
+from server.responses import object_response
+
+
+async def _options_body(request: web.Request) -> dict[str, Any] | None:
+    raw = await bodies.read_body(request)
+    if not raw.strip():
+        return None
+    value, _ = bodies.decode(raw, JSON)
+    return value if isinstance(value, dict) else None
+
+
+def _validator(scope: ResourceScope, request: web.Request, info: RequestInfo, dry: bool):
+    user = request.get("user", ANONYMOUS)
+
+    async def validate(obj: Any, old: Any | None) -> None:
+        attrs = scope.attributes(info, user, Operation.DELETE, None, old, dry_run=dry)
+        attrs.name = old.metadata.get("name", "") if old is not None else info.name
+        await scope.admission.validate(attrs)
+
+    return validate
+
+
+async def delete_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    options = delete_options(request.query, await _options_body(request))
+    obj, deleted_now = await scope.store.delete(
+        info.namespace, info.name, options, validate=_validator(scope, request, info, options.dry_run)
+    )
+    if deleted_now:
+        details = {
+            "name": info.name,
+            "group": scope.group.group,
+            "kind": scope.kind.resource,
+            "uid": obj.metadata.get("uid"),
+        }
+        return object_response(success_status(details))
+    output = negotiate_output(request.headers.get("Accept"), allow_transforms=())
+    # kube answers 202 only when the client explicitly asked for cascading deletion the old way.
+    status = 202 if options.orphan_dependents is False else 200
+    return object_response(render_object(scope, obj, output), status=status, content_type=output.content_type)
+
+
+async def delete_collection(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    options = delete_options(request.query, await _options_body(request))
+    listed = list_options(request.query, scope.selectable_fields())
+    result = await scope.store.delete_collection(
+        info.namespace, listed, options, validate=_validator(scope, request, info, options.dry_run)
+    )
+    output = negotiate_output(request.headers.get("Accept"), allow_transforms=())
+    return object_response(render_list(scope, result, output), content_type=output.content_type)

@@ -1,0 +1,107 @@
+"""Handlers for what the server publishes about itself: discovery and OpenAPI.
+
+The documents depend only on the installed groups, so they are built once at start and served as
+bytes. Aggregated discovery is answered only when the Accept header asks for it, with exactly that
+content type: kube-aggregator trusts the content type, and a mismatch breaks discovery cluster-wide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+from aiohttp import web
+
+from apis.runtime.kinds import GroupInfo
+from server.endpoints import discovery
+from server.endpoints.dispatch import path_not_found
+from server.endpoints.openapi import encode_document, openapi_v2, openapi_v3_group_version, openapi_v3_index
+from server.responses import JSON
+
+
+@dataclass(frozen=True)
+class PublishedDocuments:
+    group_list: bytes
+    aggregated: dict[str, bytes]  # by discovery version ("v2", "v2beta1")
+    groups: dict[str, bytes]
+    resource_lists: dict[tuple[str, str], bytes]
+    openapi_v2: bytes
+    openapi_v3_index: bytes
+    openapi_v3: dict[tuple[str, str], bytes]
+
+
+def build_documents(
+    groups: tuple[GroupInfo, ...], *, patch_types: tuple[str, ...], version_info: dict
+) -> PublishedDocuments:
+    return PublishedDocuments(
+        group_list=orjson.dumps(discovery.api_group_list(groups)),
+        aggregated={
+            v: orjson.dumps(discovery.aggregated_discovery(groups, f"apidiscovery.k8s.io/{v}"))
+            for v in ("v2", "v2beta1")
+        },
+        groups={g.group: orjson.dumps(discovery.api_group(g)) for g in groups},
+        resource_lists={
+            (g.group, v): orjson.dumps(discovery.api_resource_list(g, v)) for g in groups for v in g.versions
+        },
+        openapi_v2=orjson.dumps(openapi_v2(groups, patch_types=patch_types, version_info=version_info)),
+        openapi_v3_index=orjson.dumps(openapi_v3_index(groups, patch_types=patch_types)),
+        openapi_v3={
+            (g.group, v): encode_document(openapi_v3_group_version(g, v, patch_types=patch_types))
+            for g in groups
+            for v in g.versions
+        },
+    )
+
+
+DOCUMENTS = web.AppKey("published_documents", PublishedDocuments)
+
+
+def _json(body: bytes, content_type: str = JSON) -> web.Response:
+    response = web.Response(body=body)
+    response.headers["Content-Type"] = content_type
+    return response
+
+
+async def apis(request: web.Request) -> web.Response:
+    docs = request.app[DOCUMENTS]
+    version = discovery.negotiate_discovery(request.headers.get("Accept", ""))
+    if version is not None:
+        response = _json(docs.aggregated[version], discovery.aggregated_content_type(version))
+        response.headers["Vary"] = "Accept"
+        return response
+    return _json(docs.group_list)
+
+
+async def api_group(request: web.Request) -> web.Response:
+    body = request.app[DOCUMENTS].groups.get(request.match_info["group"])
+    if body is None:
+        raise path_not_found()
+    return _json(body)
+
+
+async def api_resource_list(request: web.Request) -> web.Response:
+    key = (request.match_info["group"], request.match_info["version"])
+    body = request.app[DOCUMENTS].resource_lists.get(key)
+    if body is None:
+        raise path_not_found()
+    return _json(body)
+
+
+async def openapi_v2_document(request: web.Request) -> web.Response:
+    return _json(request.app[DOCUMENTS].openapi_v2)
+
+
+async def openapi_v3_paths(request: web.Request) -> web.Response:
+    return _json(request.app[DOCUMENTS].openapi_v3_index)
+
+
+async def openapi_v3_document(request: web.Request) -> web.Response:
+    key = (request.match_info["group"], request.match_info["version"])
+    body = request.app[DOCUMENTS].openapi_v3.get(key)
+    if body is None:
+        raise path_not_found()
+    response = _json(body)
+    if request.query.get("hash"):
+        # The URL carries the content hash, so clients may cache it for good (kube does the same).
+        response.headers["Cache-Control"] = "public, immutable"
+    return response

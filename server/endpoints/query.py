@@ -1,0 +1,195 @@
+"""Query parameters → Store options, validated the way kube's meta/internalversion validation does.
+
+Invalid combinations answer 422 with kind ListOptions/CreateOptions/... in group meta.k8s.io, like
+kube; unparseable values (a bad selector, a non-integer limit) answer 400.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from apis.meta import errors
+from apis.meta.errors import GroupKind
+from apis.meta.field import FieldError, forbidden, not_supported
+from apis.meta.fields import parse_field_selector
+from apis.meta.labels import SelectorError, parse_label_selector
+from registry.generic.options import DeleteOptions, ListOptions, Predicate, WatchOptions
+
+FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+
+
+def _bool(query: Mapping[str, str], name: str) -> bool | None:
+    """Go's strconv.ParseBool, as kube's query decoder uses it."""
+    value = query.get(name)
+    if value is None:
+        return None
+    if value in _TRUE or value == "":
+        return True
+    if value in _FALSE:
+        return False
+    raise errors.bad_request(
+        f'invalid value for {name}: {value!r}: strconv.ParseBool: parsing "{value}": invalid syntax'
+    )
+
+
+def _int(query: Mapping[str, str], name: str) -> int | None:
+    value = query.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.bad_request(
+            f'invalid value for {name}: {value!r}: strconv.ParseInt: parsing "{value}": invalid syntax'
+        ) from None
+
+
+def _invalid_options(kind: str, errs: list[FieldError]) -> errors.StatusError:
+    return errors.invalid(GroupKind("meta.k8s.io", kind), "", errs)
+
+
+def predicate(query: Mapping[str, str], allowed_fields: Iterable[str]) -> Predicate:
+    try:
+        labels = parse_label_selector(query.get("labelSelector", ""))
+        fields = parse_field_selector(query.get("fieldSelector", ""))
+        fields.check_supported(set(allowed_fields))
+    except SelectorError as e:
+        raise errors.bad_request(str(e)) from None
+    return Predicate(labels=labels, fields=fields)
+
+
+def is_watch(query: Mapping[str, str]) -> bool:
+    return bool(_bool(query, "watch"))
+
+
+def list_options(query: Mapping[str, str], allowed_fields: Iterable[str]) -> ListOptions:
+    limit = _int(query, "limit") or 0
+    rv = query.get("resourceVersion", "")
+    match = query.get("resourceVersionMatch", "")
+    token = query.get("continue", "")
+    errs: list[FieldError] = []
+    if match:
+        if match not in ("Exact", "NotOlderThan"):
+            errs.append(not_supported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""]))
+        elif not rv:
+            errs.append(
+                forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                )
+            )
+        elif token:
+            errs.append(
+                forbidden(
+                    "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"
+                )
+            )
+        elif match == "Exact" and rv == "0":
+            errs.append(
+                forbidden(
+                    "resourceVersionMatch",
+                    'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+                )
+            )
+    if query.get("sendInitialEvents") is not None:
+        errs.append(forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    if errs:
+        raise _invalid_options("ListOptions", errs)
+    if token and rv not in ("", "0"):
+        raise errors.bad_request("specifying resource version is not allowed when using continue")
+    return ListOptions(
+        predicate=predicate(query, allowed_fields),
+        limit=max(limit, 0),
+        continue_token=token,
+        resource_version=rv,
+        resource_version_match=match,
+    )
+
+
+def watch_options(query: Mapping[str, str], allowed_fields: Iterable[str]) -> tuple[WatchOptions, int | None]:
+    """The options and `timeoutSeconds` (None when the server picks)."""
+    rv = query.get("resourceVersion", "")
+    match = query.get("resourceVersionMatch", "")
+    send_initial = _bool(query, "sendInitialEvents")
+    bookmarks = bool(_bool(query, "allowWatchBookmarks"))
+    errs: list[FieldError] = []
+    if send_initial is not None:
+        if match != "NotOlderThan":
+            errs.append(
+                forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                )
+            )
+        if not bookmarks:
+            errs.append(
+                forbidden(
+                    "allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true"
+                )
+            )
+    elif match:
+        errs.append(
+            forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            )
+        )
+    if errs:
+        raise _invalid_options("ListOptions", errs)
+    options = WatchOptions(
+        predicate=predicate(query, allowed_fields),
+        resource_version=rv,
+        resource_version_match=match,
+        send_initial_events=send_initial,
+        allow_bookmarks=bookmarks,
+    )
+    return options, _int(query, "timeoutSeconds")
+
+
+def dry_run(query: Mapping[str, str], kind: str) -> bool:
+    values = [v for k, v in _items(query) if k == "dryRun"]
+    bad = [v for v in values if v != "All"]
+    if bad:
+        raise _invalid_options(kind, [not_supported("dryRun", bad, ["All"])])
+    return bool(values)
+
+
+def field_validation(query: Mapping[str, str], kind: str) -> str:
+    """kube's default is Warn; kubectl sends Strict."""
+    value = query.get("fieldValidation", "") or "Warn"
+    if value not in FIELD_VALIDATION:
+        raise _invalid_options(kind, [not_supported("fieldValidation", value, list(FIELD_VALIDATION))])
+    return value
+
+
+def delete_options(query: Mapping[str, str], body: dict[str, Any] | None) -> DeleteOptions:
+    """DeleteOptions from the body (kubectl sends one) overlaid by query parameters."""
+    body = body or {}
+    if body.get("kind") not in (None, "DeleteOptions"):
+        raise errors.bad_request(f"expected DeleteOptions in the body, got kind {body.get('kind')!r}")
+    preconditions = body.get("preconditions") or {}
+    grace = _int(query, "gracePeriodSeconds")
+    orphan = _bool(query, "orphanDependents")
+    policy = query.get("propagationPolicy") or body.get("propagationPolicy")
+    if policy not in (None, "Orphan", "Background", "Foreground"):
+        raise _invalid_options(
+            "DeleteOptions",
+            [not_supported("propagationPolicy", policy, ["Foreground", "Background", "Orphan", "nil"])],
+        )
+    body_dry_run = body.get("dryRun") or []
+    return DeleteOptions(
+        uid=preconditions.get("uid"),
+        resource_version=preconditions.get("resourceVersion"),
+        grace_period_seconds=grace if grace is not None else body.get("gracePeriodSeconds"),
+        propagation_policy=policy,
+        orphan_dependents=orphan if orphan is not None else body.get("orphanDependents"),
+        dry_run=dry_run(query, "DeleteOptions") or body_dry_run == ["All"],
+    )
+
+
+def _items(query: Mapping[str, str]) -> Iterable[tuple[str, str]]:
+    getall = getattr(query, "items", None)
+    return getall() if getall else []

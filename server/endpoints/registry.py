@@ -1,0 +1,37 @@
+"""Builds the APIRegistry (one ResourceScope per group/version/resource) from installed groups."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from registry.generic.admission import MutatingPlugin, ValidatingPlugin
+from registry.generic.installation import GroupInstallation
+from server.admission.chain import AdmissionChain
+from server.endpoints.scope import APIRegistry, ResourceScope
+
+
+def build_registry(
+    installations: Sequence[GroupInstallation],
+    *,
+    mutating: Sequence[MutatingPlugin] = (),
+    validating: Sequence[ValidatingPlugin] = (),
+) -> APIRegistry:
+    """Generic plugins (e.g. NamespaceLifecycle, webhooks) run before every group's own plugins."""
+    chain = AdmissionChain(
+        mutating=[*mutating, *(p for i in installations for p in i.mutating)],
+        validating=[*validating, *(p for i in installations for p in i.validating)],
+    )
+    scopes: dict[tuple[str, str, str], ResourceScope] = {}
+    for installation in installations:
+        group = installation.group
+        for kind in group.kinds:
+            for version in kind.versions:
+                scopes[(group.group, version, kind.resource)] = ResourceScope(
+                    group=group,
+                    kind=kind,
+                    version=version,
+                    store=installation.stores[kind.resource],
+                    admission=chain,
+                    subresources=installation.subresources.get(kind.resource, {}),
+                )
+    return APIRegistry(groups=tuple(i.group for i in installations), scopes=scopes)

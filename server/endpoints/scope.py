@@ -1,0 +1,87 @@
+"""What a handler needs to serve one resource in one version, looked up from the request path.
+
+Built once at start for every installed (group, version, resource); handlers stay plain functions
+of (request, scope).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from apis.meta.errors import GroupKind, GroupResource
+from apis.runtime.codec import Codec
+from apis.runtime.kinds import GroupInfo, KindInfo
+from registry.generic.admission import Attributes, Operation
+from registry.generic.store import Store
+from registry.generic.strategy import Strategy
+from server.admission.chain import AdmissionChain
+from server.request_info import RequestInfo
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+PATCH_TYPES: tuple[str, ...] = (JSON_PATCH, MERGE_PATCH)
+
+
+@dataclass(frozen=True)
+class ResourceScope:
+    group: GroupInfo
+    kind: KindInfo
+    version: str
+    store: Store
+    admission: AdmissionChain
+    # Strategies of subresources served for this kind, by name ("status").
+    subresources: dict[str, Strategy] = field(default_factory=dict)
+    patch_types: tuple[str, ...] = PATCH_TYPES
+
+    @property
+    def codec(self) -> Codec:
+        return self.store.codec
+
+    @property
+    def resource(self) -> GroupResource:
+        return GroupResource(self.group.group, self.kind.resource)
+
+    @property
+    def group_kind(self) -> GroupKind:
+        return GroupKind(self.group.group, self.kind.kind)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group.group}/{self.version}"
+
+    def selectable_fields(self) -> list[str]:
+        """Field selector names this resource supports (kube: metadata.name/namespace + the strategy's)."""
+        fields = ["metadata.name"]
+        if self.kind.namespaced:
+            fields.append("metadata.namespace")
+        return fields + list(self.store.strategy.field_names)
+
+    def attributes(
+        self, info: RequestInfo, user: Any, operation: Operation, obj: Any, old: Any, *, dry_run: bool
+    ) -> Attributes:
+        return Attributes(
+            operation=operation,
+            group=self.group.group,
+            version=self.version,
+            resource=self.kind.resource,
+            subresource=info.subresource,
+            kind=self.kind.kind,
+            namespace=info.namespace,
+            name=(obj.metadata.get("name") if obj is not None else None) or info.name,
+            object=obj,
+            old_object=old,
+            user=user,
+            dry_run=dry_run,
+        )
+
+
+@dataclass(frozen=True)
+class APIRegistry:
+    """Every installed resource scope, by (group, version, resource)."""
+
+    groups: tuple[GroupInfo, ...]
+    scopes: dict[tuple[str, str, str], ResourceScope]
+
+    def lookup(self, group: str, version: str, resource: str) -> ResourceScope | None:
+        return self.scopes.get((group, version, resource))

@@ -1,0 +1,151 @@
+"""POST (create), PUT (update) and PATCH.
+
+Each write decodes the body in its own version (pruning + defaults), runs mutating admission and
+re-applies defaults, then hands the hub object to the Store, which prepares, validates, runs
+validating admission and persists. Patches are applied to the current object in the URL's version,
+inside the Store's retry loop, so a concurrent write never loses a patch.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from aiohttp import web
+
+from apis.meta import errors
+from apis.meta.user import ANONYMOUS
+from registry.generic.admission import Attributes, Operation
+from server.endpoints import body as bodies
+from server.endpoints.decode import decode_object, warning_header
+from server.endpoints.negotiation import JSON, YAML, body_media_type, negotiate_output
+from server.endpoints.patch import json_patch, merge_patch
+from server.endpoints.query import dry_run, field_validation
+from server.endpoints.render import render_object
+from server.endpoints.scope import JSON_PATCH, MERGE_PATCH, ResourceScope
+from server.request_info import RequestInfo
+from server.responses import object_response
+
+
+async def _read_object(request: web.Request, scope: ResourceScope, validation: str) -> tuple[Any, list[str]]:
+    media = body_media_type(request.headers.get("Content-Type"), (JSON, YAML))
+    raw = await bodies.read_body(request)
+    data, duplicates = bodies.decode(raw, media, track_duplicates=validation != "Ignore")
+    return decode_object(scope, bodies.plain(data), field_validation=validation, duplicates=duplicates)
+
+
+def _set_namespace(scope: ResourceScope, obj: Any, info: RequestInfo) -> None:
+    """kube's rest.BeforeCreate: the URL's namespace wins, a different one in the body is a 400."""
+    if not scope.kind.namespaced:
+        obj.metadata.pop("namespace", None)
+        return
+    body_ns = obj.metadata.get("namespace")
+    if body_ns and body_ns != info.namespace:
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    obj.metadata["namespace"] = info.namespace
+
+
+async def _admit(scope: ResourceScope, attrs: Attributes) -> Any:
+    """Mutating admission, then the request version's defaults again (KEP-575)."""
+    if not any(p.handles(attrs.operation) for p in scope.admission.mutating):
+        return attrs.object
+    await scope.admission.admit(attrs)
+    return scope.codec.redefault(attrs.object, scope.version)
+
+
+def _validator(scope: ResourceScope, request: web.Request, info: RequestInfo, *, dry: bool):
+    user = request.get("user", ANONYMOUS)
+
+    async def validate(obj: Any, old: Any | None) -> None:
+        operation = Operation.CREATE if old is None else Operation.UPDATE
+        await scope.admission.validate(scope.attributes(info, user, operation, obj, old, dry_run=dry))
+
+    return validate
+
+
+def _respond(
+    request: web.Request, scope: ResourceScope, obj: Any, status: int, warnings: list[str]
+) -> web.Response:
+    output = negotiate_output(request.headers.get("Accept"), allow_transforms=())
+    response = object_response(
+        render_object(scope, obj, output), status=status, content_type=output.content_type
+    )
+    for text in warnings:
+        response.headers.add("Warning", warning_header(text))
+    return response
+
+
+async def create_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    dry = dry_run(request.query, "CreateOptions")
+    validation = field_validation(request.query, "CreateOptions")
+    obj, warnings = await _read_object(request, scope, validation)
+    _set_namespace(scope, obj, info)
+    user = request.get("user", ANONYMOUS)
+    obj = await _admit(scope, scope.attributes(info, user, Operation.CREATE, obj, None, dry_run=dry))
+    created = await scope.store.create(obj, validate=_validator(scope, request, info, dry=dry), dry_run=dry)
+    return _respond(request, scope, created, 201, warnings)
+
+
+async def update_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    dry = dry_run(request.query, "UpdateOptions")
+    validation = field_validation(request.query, "UpdateOptions")
+    obj, warnings = await _read_object(request, scope, validation)
+    _set_namespace(scope, obj, info)
+    user = request.get("user", ANONYMOUS)
+
+    async def updated(old: Any | None) -> Any:
+        new = copy.deepcopy(obj)
+        operation = Operation.CREATE if old is None else Operation.UPDATE
+        return await _admit(scope, scope.attributes(info, user, operation, new, old, dry_run=dry))
+
+    result, created = await scope.store.update(
+        info.namespace,
+        info.name,
+        updated,
+        validate_create=_validator(scope, request, info, dry=dry),
+        validate_update=_validator(scope, request, info, dry=dry),
+        dry_run=dry,
+        strategy=scope.subresources.get(info.subresource),
+    )
+    return _respond(request, scope, result, 201 if created else 200, warnings)
+
+
+async def patch_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    patch_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+    if patch_type not in scope.patch_types:
+        raise errors.unsupported_media_type(", ".join(scope.patch_types))
+    dry = dry_run(request.query, "PatchOptions")
+    validation = field_validation(request.query, "PatchOptions")
+    raw = await bodies.read_body(request)
+    document, duplicates = bodies.decode(raw, JSON, track_duplicates=validation != "Ignore")
+    document = bodies.plain(document)
+    if patch_type == MERGE_PATCH and not isinstance(document, dict):
+        raise errors.bad_request("the body of a merge patch must be a JSON object")
+    user = request.get("user", ANONYMOUS)
+    warnings: list[str] = []
+
+    async def updated(old: Any | None) -> Any:
+        nonlocal warnings
+        if old is None:
+            raise errors.not_found(scope.resource, info.name)
+        current = scope.codec.to_version(old, scope.version)
+        patched = (
+            json_patch(current, document) if patch_type == JSON_PATCH else merge_patch(current, document)
+        )
+        dups = duplicates if patch_type == MERGE_PATCH else []
+        obj, warnings = decode_object(
+            scope, patched, field_validation=validation, duplicates=dups, patch=raw.decode("utf-8", "replace")
+        )
+        return await _admit(scope, scope.attributes(info, user, Operation.UPDATE, obj, old, dry_run=dry))
+
+    result, _ = await scope.store.update(
+        info.namespace,
+        info.name,
+        updated,
+        validate_update=_validator(scope, request, info, dry=dry),
+        dry_run=dry,
+        strategy=scope.subresources.get(info.subresource),
+    )
+    return _respond(request, scope, result, 200, warnings)

@@ -1,0 +1,58 @@
+"""Counts every request and times it, labelled as kube labels them (kube's instrumented handlers).
+
+It sits inside recovery and right after request info, so it knows what the request was and sees the
+final code of everything below it, including the 401/403 of authentication and authorization and
+errors that recovery turns into a Status afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+
+from apis.meta.errors import StatusError
+from server.filters.request_info import request_info_of
+from server.metrics import Metrics, Observation
+
+
+def metrics(recorder: Metrics) -> Middleware:
+    @web.middleware
+    async def observe(request: web.Request, handler: Handler) -> web.StreamResponse:
+        started = time.monotonic()
+        # A cancelled request (BaseException: the client went away) sent no code and is not counted.
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:
+            _record(recorder, request, exc.status, started)
+            raise
+        except StatusError as err:
+            _record(recorder, request, err.code, started)
+            raise
+        except Exception:
+            _record(recorder, request, 500, started)  # what the recovery filter will answer
+            raise
+        _record(recorder, request, response.status, started)
+        return response
+
+    return observe
+
+
+def _record(recorder: Metrics, request: web.Request, code: int, started: float) -> None:
+    seconds = time.monotonic() - started
+    match = request.match_info
+    resource = match.route.resource
+    recorder.observe(
+        Observation(
+            info=request_info_of(request),
+            method=request.method,
+            query=request.query,
+            dry_run=tuple(request.query.getall("dryRun", ())),
+            content_type=request.headers.get("Content-Type", ""),
+            code=code,
+            seconds=seconds,
+            route=resource.canonical if resource is not None else "",
+            routed=match.http_exception is None,
+        )
+    )

@@ -1,0 +1,31 @@
+"""Resolves what each request is about once, for every later filter and handler (kube's WithRequestInfo)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from apis.meta.errors import internal_error
+from server.request_info import RequestInfo, RequestInfoError, resolve
+
+# request[REQUEST_INFO_KEY] holds the RequestInfo.
+REQUEST_INFO_KEY = "request_info"
+
+
+@web.middleware
+async def request_info(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        info = resolve(request.method, request.path, request.query)
+    except RequestInfoError as err:
+        # kube answers 500 for paths such as /api/v1/watch that name a verb but no resource.
+        raise internal_error(f"failed to create RequestInfo: {err}") from err
+    request[REQUEST_INFO_KEY] = info
+    return await handler(request)
+
+
+def request_info_of(request: web.Request) -> RequestInfo:
+    """The RequestInfo the filter stored; resolved on the spot if the filter did not run (e.g. tests)."""
+    info = request.get(REQUEST_INFO_KEY)
+    if info is None:
+        info = resolve(request.method, request.path, request.query)
+    return info

@@ -1,0 +1,202 @@
+"""Request metrics with kube's names, labels and buckets (k8s.io/apiserver pkg/endpoints/metrics/metrics.go).
+
+Dashboards and SLO alerts written for kube-apiserver work unchanged: `apiserver_request_total` and
+`apiserver_request_duration_seconds` with labels verb, dry_run, group, version, resource,
+subresource, scope, component (and code on the counter). The verb label follows kube's reporting
+rules, which differ from RequestInfo's verbs: it is derived from the HTTP method (POST, PUT, DELETE
+stay as such, so deletecollection reports DELETE), GET on a collection is LIST, `watch=true` is
+WATCH, an apply patch is APPLY. Each `Metrics` owns its registry, so two servers in one process
+(tests) never share counters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.metrics_core import Metric
+
+from server.request_info import RequestInfo, watch_requested
+
+APISERVER_COMPONENT = "apiserver"
+OTHER_VERB = "other"
+APPLY_PATCH = "application/apply-patch+yaml"
+
+_VALID_VERBS = frozenset(
+    {
+        "APPLY",
+        "CONNECT",
+        "CREATE",
+        "DELETE",
+        "DELETECOLLECTION",
+        "GET",
+        "LIST",
+        "PATCH",
+        "POST",
+        "PROXY",
+        "PUT",
+        "UPDATE",
+        "WATCH",
+        "WATCHLIST",
+    }
+)
+_CONNECT_SUBRESOURCES = frozenset({"log", "exec", "portforward", "attach", "proxy"})
+# Tuned by kube for its API latency SLOs; kept so the same alerts apply.
+DURATION_BUCKETS = (
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60,
+)  # fmt: skip
+_LABELS = ("verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component")
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What the metrics filter saw of one finished request."""
+
+    info: RequestInfo
+    method: str
+    query: Mapping[str, str]
+    dry_run: tuple[str, ...]
+    content_type: str
+    code: int
+    seconds: float
+    # The route template that matched a non-resource request (bounds the label's values), else "".
+    route: str = ""
+    # False when no route matched (a 404 from the router): labels are then left empty so that
+    # random paths cannot create unbounded series.
+    routed: bool = True
+
+
+class Metrics:
+    __slots__ = ("_duration", "_registry", "_requests")
+
+    def __init__(self) -> None:
+        self._registry = CollectorRegistry()
+        self._requests = Counter(
+            "apiserver_request",
+            "Counter of apiserver requests broken out for each verb, dry run value, group, version, "
+            "resource, scope, component, and HTTP response code.",
+            (*_LABELS, "code"),
+            registry=self._registry,
+        )
+        self._duration = Histogram(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb, dry run value, group, version, "
+            "resource, subresource, scope and component.",
+            _LABELS,
+            buckets=DURATION_BUCKETS,
+            registry=self._registry,
+        )
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        """For adding more collectors (e.g. process metrics) to what /metrics exposes."""
+        return self._registry
+
+    def observe(self, seen: Observation) -> None:
+        labels = request_labels(seen)
+        self._requests.labels(*labels, str(seen.code)).inc()
+        self._duration.labels(*labels).observe(seen.seconds)
+
+    def render(self) -> tuple[bytes, str]:
+        """The Prometheus text exposition and its content type, as kube serves /metrics."""
+        return generate_latest(_WithoutCreated(self._registry)), CONTENT_TYPE_PLAIN_0_0_4
+
+    async def handle(self, request: web.Request) -> web.Response:
+        """GET /metrics."""
+        body, content_type = self.render()
+        response = web.Response(body=body)
+        response.headers["Content-Type"] = content_type
+        return response
+
+
+def request_labels(seen: Observation) -> tuple[str, ...]:
+    """(verb, dry_run, group, version, resource, subresource, scope, component) as kube reports them."""
+    info = seen.info
+    dry_run = clean_dry_run(seen.dry_run)
+    if not seen.routed:
+        verb = _clean_verb(seen.method.upper(), seen, watch_via_path=False)
+        return verb, dry_run, "", "", "", "", "", ""
+    scope = clean_scope(info, seen.method)
+    verb = canonical_verb(seen.method.upper(), scope)
+    # The deprecated /watch/ path form: kube's installer passes WATCH in explicitly for those routes.
+    watch_via_path = info.is_resource_request and info.verb == "watch" and not watch_requested(seen.query)
+    verb = _clean_verb(verb, seen, watch_via_path=watch_via_path)
+    if info.is_resource_request:
+        return (
+            verb,
+            dry_run,
+            info.api_group,
+            info.api_version,
+            info.resource,
+            info.subresource,
+            scope,
+            APISERVER_COMPONENT,
+        )
+    # Non-resource handlers (health) are instrumented by kube with the path as subresource.
+    return verb, dry_run, "", "", "", seen.route, scope, ""
+
+
+def clean_scope(info: RequestInfo, method: str) -> str:
+    """kube's scope label: resource (named or create), namespace, cluster, or "" for non-resource.
+
+    Uses the name in the path, as kube's installer fixes the scope per route: a list filtered by
+    `metadata.name` is still a namespace- or cluster-scoped LIST.
+    """
+    if info.path_name or (info.is_resource_request and method.upper() == "POST"):
+        return "resource"
+    if info.namespace:
+        return "namespace"
+    if info.is_resource_request:
+        return "cluster"
+    return ""
+
+
+def canonical_verb(verb: str, scope: str) -> str:
+    """GET and HEAD on a collection are LIST."""
+    if verb in ("GET", "HEAD"):
+        return "LIST" if scope not in ("resource", "") else "GET"
+    return verb
+
+
+def clean_dry_run(values: Iterable[str]) -> str:
+    """The dryRun values sorted and de-duplicated; "invalid" if any is not "All"."""
+    unique = sorted(set(values))
+    if any(v != "All" for v in unique):
+        return "invalid"
+    return ",".join(unique)
+
+
+def _clean_verb(verb: str, seen: Observation, *, watch_via_path: bool) -> str:
+    if watch_via_path:
+        return "WATCH"
+    reported = verb
+    if seen.method.upper() == "GET" and watch_requested(seen.query):
+        reported = "WATCH"
+    if verb == "WATCHLIST":
+        reported = "WATCH"
+    if verb == "PATCH" and seen.content_type == APPLY_PATCH:
+        reported = "APPLY"
+    info = seen.info
+    if info.is_resource_request and info.subresource in _CONNECT_SUBRESOURCES:
+        reported = "CONNECT"
+    return reported if reported in _VALID_VERBS else OTHER_VERB
+
+
+class _WithoutCreated:
+    """A view of a registry without the `_created` samples prometheus_client adds and kube lacks.
+
+    prometheus_client can only switch them off process-wide; filtering here keeps that global alone.
+    """
+
+    __slots__ = ("_registry",)
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterable[Metric]:
+        for family in self._registry.collect():
+            family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+            yield family

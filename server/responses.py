@@ -1,0 +1,44 @@
+"""Writing API responses: every error leaves the server as a kube `Status`, every object as JSON or YAML."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from apis.meta.errors import StatusError
+
+JSON = "application/json"
+YAML = "application/yaml"
+
+
+def encode(body: Any, content_type: str = JSON, *, pretty: bool = False) -> bytes:
+    if content_type == YAML:
+        return yaml.safe_dump(body, sort_keys=False, default_flow_style=False).encode()
+    return orjson.dumps(body, option=orjson.OPT_INDENT_2 if pretty else 0)
+
+
+def object_response(
+    body: Any,
+    *,
+    status: int = 200,
+    content_type: str = JSON,
+    pretty: bool = False,
+    headers: dict | None = None,
+) -> web.Response:
+    """`content_type` may carry parameters (a Table's `;as=Table;v=v1;g=meta.k8s.io`), sent back as chosen."""
+    media = content_type.split(";", 1)[0].strip()
+    response = web.Response(body=encode(body, YAML if media == YAML else JSON, pretty=pretty), status=status)
+    response.headers["Content-Type"] = content_type
+    if headers:
+        response.headers.update(headers)
+    return response
+
+
+def status_response(err: StatusError) -> web.Response:
+    """A `Status` error body; always JSON, as kube-apiserver answers errors (clients parse it)."""
+    return web.Response(
+        body=orjson.dumps(err.status()), status=err.code, content_type=JSON, headers=err.headers or None
+    )
