@@ -1,3 +1,3 @@
 """Fixtures shared by every test folder live in tests/fixtures/ and are loaded here."""
 
-pytest_plugins = ["tests.fixtures.etcd"]
+pytest_plugins = ["tests.fixtures.etcd", "tests.fixtures.server"]
