@@ -23,7 +23,7 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 ALPN_PROTOCOLS = ["http/1.1"]
-DEFAULT_CHECK_INTERVAL = 10.0
+DEFAULT_CHECK_INTERVAL = 1.0  # a few stat() calls a second, off the loop; kube reacts to file events at once
 
 FileStamp = tuple[int, int, int] | None  # (mtime_ns, size, inode); None when the file is missing
 

@@ -1,0 +1,87 @@
+"""Ends non-long-running requests that overrun their time with a 504 `Status` (kube's request timeout).
+
+Together this is kube's WithRequestDeadline (the allotted time: --request-timeout, or a shorter
+`?timeout=` from the client) and WithTimeoutForNonLongRunningRequests (the 504 once it is over), from
+k8s.io/apiserver pkg/endpoints/filters/request_deadline.go and pkg/server/filters/timeout.go. A stuck
+storage call or webhook must not pin a client, a connection and (under max-in-flight) a seat forever.
+
+Unlike Go, where the handler goroutine runs on and its writes are discarded, the handler here is
+cancelled, so nothing it does after the deadline reaches the client or the storage. If it had
+already started its response, no Status can follow; the connection is then broken (kube panics with
+http.ErrAbortHandler for the same reason), so the client sees a truncated reply, never a
+complete-looking one. Long-running requests (watches) are left alone: they end by their own
+timeoutSeconds / --min-request-timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+
+from apis.meta.errors import StatusError, bad_request
+from server.duration import parse_duration
+from server.filters.request_info import request_info_of
+from server.longrunning import DEFAULT_LONG_RUNNING, LongRunningCheck
+from server.responses import status_response
+
+logger = logging.getLogger(__name__)
+
+# apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0).
+TIMEOUT_MESSAGE = "Timeout: request did not complete within the allotted timeout"
+INVALID_TIMEOUT_IN_URL = "invalid timeout specified in the request URL"
+
+
+def timeout(request_timeout: float, *, long_running: LongRunningCheck = DEFAULT_LONG_RUNNING) -> Middleware:
+    """`request_timeout`: seconds (kube's --request-timeout, 60 by default); 0 disables the filter.
+
+    Place it after request info and before authentication, as kube does, so the deadline also
+    covers authentication, authorization and admission webhooks.
+    """
+
+    @web.middleware
+    async def limit_time(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request_timeout <= 0 or long_running(request_info_of(request)):
+            return await handler(request)
+        try:
+            seconds = allotted_timeout(request.query.get("timeout", ""), request_timeout)
+        except StatusError as err:
+            return status_response(err)
+        deadline = asyncio.timeout(seconds)
+        try:
+            async with deadline:
+                return await handler(request)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the handler's own timeout (e.g. a storage client's): not ours to translate
+            if request.writer.output_size > 0:
+                logger.info("timed out %s %s after its response started", request.method, request.path)
+                raise
+            logger.info("timed out %s %s after %ss", request.method, request.path_qs, seconds)
+            return status_response(timed_out())
+
+    return limit_time
+
+
+def allotted_timeout(requested: str, maximum: float) -> float:
+    """Seconds a request may take: `?timeout=` (a Go duration) if positive and below `maximum`.
+
+    Zero or negative mean "no preference" and get the server's maximum, as in kube; a malformed value
+    is a 400 BadRequest with kube's message.
+    """
+    if not requested:
+        return maximum
+    try:
+        seconds = parse_duration(requested)
+    except ValueError as err:
+        raise bad_request(f"{INVALID_TIMEOUT_IN_URL} - {err}") from err
+    if 0 < seconds < maximum:
+        return seconds
+    return maximum
+
+
+def timed_out() -> StatusError:
+    """kube's 504 body: reason Timeout and an empty `details` (retryAfterSeconds 0 is omitted)."""
+    return StatusError(504, "Timeout", TIMEOUT_MESSAGE, {})
