@@ -19,6 +19,7 @@ import grpc
 from aetcd import rpc
 
 from storage.etcd_client import (
+    UNREACHABLE_TIMEOUT,
     Endpoint,
     EtcdConnection,
     TLSFiles,
@@ -56,6 +57,8 @@ class EtcdConfig:
     request_timeout: float = 5.0
     # Seconds between compactions; 0 disables (another API server or etcd itself compacts).
     compaction_interval: float = 300.0
+    # Seconds a call keeps retrying while no endpoint can be reached (see etcd_client).
+    unreachable_timeout: float = UNREACHABLE_TIMEOUT
 
 
 def _read_tls(config: EtcdConfig) -> TLSFiles | None:
@@ -81,7 +84,8 @@ async def open_etcd(config: EtcdConfig) -> EtcdStorage:
         raise ValueError("no etcd servers configured")
     # Off the event loop: reading certificate files is synchronous disk I/O.
     tls = await asyncio.to_thread(_read_tls, config)
-    conn = EtcdConnection([open_endpoint(url, tls) for url in config.servers], config.request_timeout)
+    endpoints = [open_endpoint(url, tls) for url in config.servers]
+    conn = EtcdConnection(endpoints, config.request_timeout, config.unreachable_timeout)
     store = EtcdStorage(conn, config.prefix)
     # Best effort: learn where etcd is now, so that a watch "from now" opened before any other call
     # has a starting point (see EtcdStorage.watch). etcd being down here is not an error.

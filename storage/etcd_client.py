@@ -3,9 +3,12 @@
 aetcd's high-level client knows one endpoint, has no TLS option and hides watch progress
 notifications, so the backend talks to etcd through the generated stubs it ships (`aetcd.rpc`) over
 grpc.aio channels of its own: one channel per endpoint, and a request that finds its endpoint
-unreachable moves on to the next one. Every call is bounded by `request_timeout`, so a dead etcd
-turns into `Unavailable` within seconds rather than a hang, and the channels' short reconnect backoff
-makes everything work again within about a second of etcd coming back.
+unreachable moves on to the next one. Every call is bounded by `request_timeout` (which the server
+sets to its --request-timeout, a minute by default), and retrying while *no* endpoint can be reached
+is bounded further by `unreachable_timeout` (a few seconds): a dead etcd turns into `Unavailable`
+(503 with Retry-After) quickly instead of holding every request for the whole request timeout, while
+a member restart or a leader election, which take about a second, is still ridden out. The channels'
+short reconnect backoff makes everything work again within about a second of etcd coming back.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.keepalive_timeout_ms", 10_000),
     ("grpc.keepalive_permit_without_calls", 0),
 ]
+
+# How long a call keeps retrying while every endpoint refuses it: long enough to ride out a member
+# restart or the election after a leader crash (~1-2 s with etcd's default 1 s election timeout),
+# short enough that a dead etcd is a prompt 503 rather than a request hanging for --request-timeout.
+UNREACHABLE_TIMEOUT = 3.0
 
 # etcd cancels a watch stream whose member lost its leader only when the client asks for it (this is
 # clientv3.WithRequireLeader, which kube sets on every watch); otherwise a partitioned member would
@@ -114,11 +122,17 @@ def never_reached_etcd(err: grpc.aio.AioRpcError) -> bool:
 class EtcdConnection:
     """The set of endpoints, which one is preferred now, and the retry policy for unary calls."""
 
-    def __init__(self, endpoints: list[Endpoint], request_timeout: float) -> None:
+    def __init__(
+        self,
+        endpoints: list[Endpoint],
+        request_timeout: float,
+        unreachable_timeout: float = UNREACHABLE_TIMEOUT,
+    ) -> None:
         if not endpoints:
             raise ValueError("at least one etcd endpoint is required")
         self.endpoints = endpoints
         self.request_timeout = request_timeout
+        self.unreachable_timeout = unreachable_timeout
         self.closed = False
         self._current = 0
 
@@ -143,19 +157,23 @@ class EtcdConnection:
 
         Reads are retried on any unreachable endpoint; writes only when the error proves etcd never
         saw them (a write that timed out may have been applied, and blindly repeating it could turn
-        a successful create into AlreadyExists). Gives up with Unavailable when the time is spent.
-        Errors other than unreachability are etcd's answer and propagate unchanged.
+        a successful create into AlreadyExists). Gives up with Unavailable when the time is spent,
+        or when no endpoint could be reached for `unreachable_timeout`. Errors other than
+        unreachability are etcd's answer and propagate unchanged.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (timeout if timeout is not None else self.request_timeout)
+        # No new attempt starts after this; an attempt that has started may use the time up to deadline.
+        retry_until = deadline
         pause = 0.05
         attempts = 0
         last: grpc.aio.AioRpcError | None = None
         while True:
             if self.closed:
                 raise Unavailable(key, "etcd client is closed")
-            left = deadline - loop.time()
-            if left <= 0:
+            now = loop.time()
+            left = deadline - now
+            if left <= 0 or now >= retry_until:
                 raise Unavailable(key, f"etcd unavailable: {last.details() if last else 'timed out'}")
             endpoint = self.current
             try:
@@ -170,15 +188,18 @@ class EtcdConnection:
             except grpc.aio.AioRpcError as err:
                 if not is_unreachable(err):
                     raise
-                last = err
                 retry = err.code() == grpc.StatusCode.UNAVAILABLE and (idempotent or never_reached_etcd(err))
                 if not retry:
                     raise Unavailable(key, f"etcd unavailable: {err.details()}") from err
                 self.fail_over(endpoint)
+                if last is None:
+                    # From the first refusal on, retries may take unreachable_timeout at most.
+                    retry_until = min(deadline, loop.time() + self.unreachable_timeout)
+                last = err
             attempts += 1
             if attempts % len(self.endpoints) == 0:
                 # Every endpoint refused: wait a little before the next round, but never past the deadline.
-                await asyncio.sleep(max(0.0, min(pause, deadline - loop.time())))
+                await asyncio.sleep(max(0.0, min(pause, retry_until - loop.time())))
                 pause = min(pause * 2, 0.5)
 
     async def close(self) -> None:
