@@ -23,13 +23,39 @@ if TYPE_CHECKING:
 MAX_READ = 10_000
 
 
+# kube's etcd3 store messages (storage/etcd3/store.go) for lists whose revision was compacted away.
+EXPIRED_LIST = "The resourceVersion for the provided list is too old."
+INCONSISTENT_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a "
+    "new list without the continue parameter, or use the continue token in this response to retrieve "
+    "the remainder of the results. Continuing with the provided token results in an inconsistent list - "
+    "objects that were created, modified, or deleted between the time the first chunk was returned and "
+    "now may show up in the list."
+)
+
+
+class ExpiredContinue(errors.StatusError):
+    """410 Expired whose Status carries a token to go on at the newest revision (kube: rv -1)."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(410, "Expired", INCONSISTENT_CONTINUE)
+        self.continue_token = token
+
+    def status(self) -> dict:
+        body = super().status()
+        body["metadata"] = {"continue": self.continue_token}
+        return body
+
+
 async def _start(store: Store, prefix: str, options: ListOptions) -> tuple[str, int]:
     """Where to start reading and at which revision (0 = newest)."""
     if options.continue_token:
         try:
-            return decode_continue(options.continue_token, prefix)
+            key, revision = decode_continue(options.continue_token, prefix)
         except InvalidContinue as e:
             raise errors.bad_request(str(e)) from None
+        # A negative revision (minted after compaction) means "go on at the newest state".
+        return key, max(revision, 0)
     rv = parse_resource_version(options.resource_version)
     match = options.resource_version_match
     if match == "Exact" or (not match and rv and options.limit):
@@ -52,6 +78,18 @@ async def list_objects(store: Store, prefix: str, options: ListOptions) -> Objec
         return await _list_single(store, prefix, name, options)
 
     start, revision = await _start(store, prefix, options)
+    try:
+        return await _read_pages(store, prefix, options, start, revision)
+    except st.TooOldResourceVersion:
+        if options.continue_token:
+            raise ExpiredContinue(encode_continue(start, prefix, -1)) from None
+        raise errors.expired(EXPIRED_LIST) from None
+
+
+async def _read_pages(
+    store: Store, prefix: str, options: ListOptions, start: str, revision: int
+) -> ObjectList:
+    predicate = options.predicate
     limit = options.limit
     items: list = []
     read = min(max(limit, 1) * 2, MAX_READ) if limit else 0

@@ -18,6 +18,7 @@ from apis.meta import errors
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
 MAX_DEPTH = 100
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 YAML_TYPE = "application/yaml"
 
 
@@ -126,9 +127,21 @@ def _check_depth_and_duplicates(value: Any) -> list[str]:
 
 
 def plain(value: Any) -> Any:
-    """Strip the duplicate-tracking dict subclass so the value is plain JSON data again."""
+    """Strip the duplicate-tracking dict subclass so the value is plain JSON data again.
+
+    Numbers become what Go's JSON decoding into unstructured data makes of them: an integer that does
+    not fit int64 is a float64 (and one too large even for that is a decoding error), so nothing later
+    (validation, storage encoding) ever sees an integer it cannot handle.
+    """
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [plain(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        try:
+            return float(value)
+        except OverflowError:
+            raise errors.bad_request(
+                f"error decoding body: number {str(value)[:40]}... out of range"
+            ) from None
     return value

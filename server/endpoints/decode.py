@@ -1,7 +1,7 @@
 """A request body in some served version → a hub object, with kube's checks in kube's order.
 
-apiVersion/kind checks → prune (unknown fields reported per `fieldValidation`) → schema validation →
-defaults of the body's version → conversion to the hub. The body may be in any served version of
+apiVersion/kind checks → prune (unknown fields reported per `fieldValidation`) → defaults of the
+body's version → schema validation → conversion to the hub. The body may be in any served version of
 the group; the answer is always in the URL's version.
 """
 
@@ -11,7 +11,9 @@ import json
 from typing import Any
 
 from apis.meta import errors
-from apis.meta.field import invalid
+from apis.meta.errors import GroupKind, StatusError
+from apis.meta.field import ErrorType, invalid
+from apis.meta.schemas import OBJECT_META
 from apis.schema.defaults import apply_defaults
 from apis.schema.prune import prune
 from apis.schema.validate import validate
@@ -56,7 +58,23 @@ def decode_object(
     duplicates: list[str] = (),  # type: ignore[assignment]
     patch: str | None = None,
 ) -> tuple[Any, list[str]]:
-    """Returns (hub, warnings). `patch` is the patch body when `data` is a patched object."""
+    """Returns (hub, warnings).
+
+    `patch` is the patched object as JSON when `data` is the result of a patch: kube's patch handler
+    turns every decoding error of the patched object (strict or not) into a 422 with an empty kind
+    and name and one cause `patch` carrying that JSON (handlers/patch.go applyPatchToCurrentObject).
+    """
+    try:
+        return _decode(scope, data, field_validation, duplicates)
+    except StatusError as e:
+        if patch is None or e.code != 400:
+            raise
+        raise errors.invalid(GroupKind("", ""), "", [invalid("patch", patch, e.message)]) from None
+
+
+def _decode(
+    scope: ResourceScope, data: Any, field_validation: str, duplicates: list[str]
+) -> tuple[Any, list[str]]:
     version = check_type(scope, data)
     schema = scope.kind.versions[version].schema
     name = data.get("metadata", {}).get("name", "") if isinstance(data.get("metadata"), dict) else ""
@@ -64,19 +82,45 @@ def decode_object(
     warnings: list[str] = []
     if unknown or duplicates:
         if field_validation == "Strict":
-            message = _strict_message(unknown, list(duplicates))
-            if patch is not None:
-                raise errors.invalid(scope.group_kind, name, [invalid("patch", patch, message)])
-            raise errors.bad_request(message)
+            raise errors.bad_request(_strict_message(unknown, list(duplicates)))
         if field_validation == "Warn":
             warnings = [f'unknown field "{f}"' for f in unknown] + [
                 f'duplicate field "{f}"' for f in duplicates
             ]
+    # kube defaults in the decoder and validates in the strategy: a null or missing field that has a
+    # default is valid (KEP-1929), so defaults come first.
+    apply_defaults(data, schema)
+    _check_object_meta(data)
     errs = validate(data, schema)
     if errs:
         raise errors.invalid(scope.group_kind, name, errs)
-    apply_defaults(data, schema)
     return scope.codec.from_version(data, version), warnings
+
+
+def _check_object_meta(data: dict[str, Any]) -> None:
+    """kube decodes a custom resource's metadata into the typed ObjectMeta before anything else, so a
+    wrongly typed field (labels: 1, name: [..], a non-RFC 3339 timestamp) is a 400 decoding error,
+    never something validation or the registry has to cope with."""
+    meta = data.get("metadata")
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        raise errors.bad_request(f"invalid metadata: expected object, got {_json_type(meta)}")
+    errs = [
+        e
+        for e in validate(meta, OBJECT_META, "metadata", is_resource_root=False)
+        if e.type is ErrorType.TYPE_INVALID
+    ]
+    if errs:
+        raise errors.bad_request("invalid metadata: " + "; ".join(str(e) for e in errs))
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {str: "string", list: "array"}.get(type(value), "null")
 
 
 def _preview(data: Any) -> str:

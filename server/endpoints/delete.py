@@ -38,6 +38,8 @@ def _validator(scope: ResourceScope, request: web.Request, info: RequestInfo, dr
 
 
 async def delete_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    # Negotiated first, as kube does: a 406 must never follow a deletion.
+    output = negotiate_output(request.headers.get("Accept"), allow_transforms=())
     options = delete_options(request.query, await _options_body(request))
     obj, deleted_now = await scope.store.delete(
         info.namespace, info.name, options, validate=_validator(scope, request, info, options.dry_run)
@@ -50,17 +52,16 @@ async def delete_object(request: web.Request, scope: ResourceScope, info: Reques
             "uid": obj.metadata.get("uid"),
         }
         return object_response(success_status(details))
-    output = negotiate_output(request.headers.get("Accept"), allow_transforms=())
     # kube answers 202 only when the client explicitly asked for cascading deletion the old way.
     status = 202 if options.orphan_dependents is False else 200
     return object_response(render_object(scope, obj, output), status=status, content_type=output.content_type)
 
 
 async def delete_collection(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    output = negotiate_output(request.headers.get("Accept"), allow_transforms=())
     options = delete_options(request.query, await _options_body(request))
     listed = list_options(request.query, scope.selectable_fields())
     result = await scope.store.delete_collection(
         info.namespace, listed, options, validate=_validator(scope, request, info, options.dry_run)
     )
-    output = negotiate_output(request.headers.get("Accept"), allow_transforms=())
     return object_response(render_list(scope, result, output), content_type=output.content_type)

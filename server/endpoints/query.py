@@ -67,6 +67,7 @@ def is_watch(query: Mapping[str, str]) -> bool:
 
 def list_options(query: Mapping[str, str], allowed_fields: Iterable[str]) -> ListOptions:
     limit = _int(query, "limit") or 0
+    _int(query, "timeoutSeconds")  # part of ListOptions in kube: a malformed one is a 400 there too
     rv = query.get("resourceVersion", "")
     match = query.get("resourceVersionMatch", "")
     token = query.get("continue", "")

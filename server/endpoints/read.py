@@ -19,7 +19,7 @@ async def get_object(request: web.Request, scope: ResourceScope, info: RequestIn
     hub = await scope.store.get(
         info.namespace, info.name, resource_version=request.query.get("resourceVersion", "")
     )
-    body = render_object(scope, hub, output, include=include_object(request.query))
+    body = render_object(scope, hub, output, include=include_object(request.query, output))
     return object_response(body, content_type=output.content_type, pretty=_pretty(request))
 
 
@@ -29,7 +29,7 @@ async def list_objects(request: web.Request, scope: ResourceScope, info: Request
     )
     options = list_options(request.query, scope.selectable_fields())
     result = await scope.store.list(info.namespace, options)
-    body = render_list(scope, result, output, include=include_object(request.query))
+    body = render_list(scope, result, output, include=include_object(request.query, output))
     return object_response(body, content_type=output.content_type, pretty=_pretty(request))
 
 

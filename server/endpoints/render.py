@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from apis.meta import errors
+from apis.meta.field import not_supported
 from registry.generic.options import ObjectList
 from server.endpoints.negotiation import Output
 from server.endpoints.scope import ResourceScope
@@ -13,12 +14,14 @@ from server.endpoints.table import partial_object_metadata, partial_object_metad
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
 
 
-def include_object(query: Any) -> str:
+def include_object(query: Any, output: Output) -> str:
+    """kube decodes and validates TableOptions only when the answer is a Table (optionsForTransform)."""
+    if output.transform != "Table":
+        return "Metadata"
     value = query.get("includeObject", "") or "Metadata"
     if value not in INCLUDE_OBJECT:
-        raise errors.bad_request(
-            f"includeObject: Unsupported value: {value!r}: supported values: {INCLUDE_OBJECT}"
-        )
+        error = not_supported("includeObject", value, sorted(INCLUDE_OBJECT))
+        raise errors.bad_request(f"Unable to convert to Table as requested: {error}")
     return value
 
 

@@ -37,6 +37,9 @@ BOOKMARK_EVERY = 60.0
 # kube sends the last bookmark this long before the deadline, so a client can resume from it.
 BOOKMARK_BEFORE_DEADLINE = 2.0
 QUEUE_SIZE = 1024
+# aiohttp does not cancel a handler whose client disconnected (kube's request context does), so an
+# idle watch looks at its connection this often; otherwise it would hold a storage watch until timeout.
+CLIENT_CHECK_EVERY = 1.0
 _END = object()
 
 
@@ -53,6 +56,21 @@ def _next_bookmark(now: float, deadline: float) -> float | None:
     if pre_deadline <= now:
         return None
     return min(now + BOOKMARK_EVERY, pre_deadline)
+
+
+# Set by the application when it starts shutting down (an `on_shutdown` hook): open watches then end
+# cleanly within CLIENT_CHECK_EVERY instead of being cut after aiohttp's shutdown timeout.
+SHUTTING_DOWN = web.AppKey("watch_shutting_down", asyncio.Event)
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+def _should_end(request: web.Request) -> bool:
+    shutting_down = request.config_dict.get(SHUTTING_DOWN)
+    return _client_gone(request) or (shutting_down is not None and shutting_down.is_set())
 
 
 async def _pump(events: AsyncIterator[WatchEvent], queue: asyncio.Queue, scope: ResourceScope) -> None:
@@ -82,7 +100,8 @@ class _Encoder:
         body = render_object(self.scope, event.object, self.output, include=self.include)
         if self.output.transform == "Table":
             if self.headers_sent:
-                body["columnDefinitions"] = []
+                # kube sets TableOptions.NoHeaders after the first event: Go encodes the nil slice as null.
+                body["columnDefinitions"] = None
             self.headers_sent = True
         return self._line(event.type, body)
 
@@ -109,7 +128,7 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
         query["fieldSelector"] = ",".join(filter(None, [query.get("fieldSelector", ""), named]))
     options, requested_timeout = watch_options(query, scope.selectable_fields())
     parse_resource_version(options.resource_version)  # a malformed one is a 400 before streaming
-    encoder = _Encoder(scope, output, include_object(request.query))
+    encoder = _Encoder(scope, output, include_object(request.query, output))
     timeout = watch_timeout(requested_timeout, request.config_dict.get("min_request_timeout", 1800.0))
 
     events = scope.store.watch(info.namespace, options)
@@ -124,13 +143,16 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
     try:
         await response.prepare(request)
         while (now := loop.time()) < deadline:
-            wait = deadline - now if next_bookmark is None else max(next_bookmark - now, 0)
+            if _should_end(request):
+                break
+            until = deadline if next_bookmark is None else next_bookmark
+            wait = min(max(until - now, 0), CLIENT_CHECK_EVERY)
             try:
                 item = await asyncio.wait_for(queue.get(), wait)
             except TimeoutError:
-                if next_bookmark is not None and revision:
-                    await response.write(encoder.event(WatchEvent("BOOKMARK", None, revision)))
-                if next_bookmark is not None:
+                if next_bookmark is not None and loop.time() >= next_bookmark:
+                    if revision:
+                        await response.write(encoder.event(WatchEvent("BOOKMARK", None, revision)))
                     next_bookmark = _next_bookmark(loop.time(), deadline)
                 continue
             if item is _END:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from apis.meta import errors
@@ -18,7 +19,7 @@ from apis.meta.user import ANONYMOUS
 from registry.generic.admission import Attributes, Operation
 from server.endpoints import body as bodies
 from server.endpoints.decode import decode_object, warning_header
-from server.endpoints.negotiation import JSON, YAML, body_media_type, negotiate_output
+from server.endpoints.negotiation import JSON, YAML, Output, body_media_type, negotiate_output
 from server.endpoints.patch import json_patch, merge_patch
 from server.endpoints.query import dry_run, field_validation
 from server.endpoints.render import render_object
@@ -65,10 +66,14 @@ def _validator(scope: ResourceScope, request: web.Request, info: RequestInfo, *,
     return validate
 
 
+def _output(request: web.Request) -> Output:
+    """kube negotiates the response type before anything else: a 406 must never follow a write."""
+    return negotiate_output(request.headers.get("Accept"), allow_transforms=())
+
+
 def _respond(
-    request: web.Request, scope: ResourceScope, obj: Any, status: int, warnings: list[str]
+    output: Output, scope: ResourceScope, obj: Any, status: int, warnings: list[str]
 ) -> web.Response:
-    output = negotiate_output(request.headers.get("Accept"), allow_transforms=())
     response = object_response(
         render_object(scope, obj, output), status=status, content_type=output.content_type
     )
@@ -78,6 +83,7 @@ def _respond(
 
 
 async def create_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    output = _output(request)
     dry = dry_run(request.query, "CreateOptions")
     validation = field_validation(request.query, "CreateOptions")
     obj, warnings = await _read_object(request, scope, validation)
@@ -85,10 +91,11 @@ async def create_object(request: web.Request, scope: ResourceScope, info: Reques
     user = request.get("user", ANONYMOUS)
     obj = await _admit(scope, scope.attributes(info, user, Operation.CREATE, obj, None, dry_run=dry))
     created = await scope.store.create(obj, validate=_validator(scope, request, info, dry=dry), dry_run=dry)
-    return _respond(request, scope, created, 201, warnings)
+    return _respond(output, scope, created, 201, warnings)
 
 
 async def update_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    output = _output(request)
     dry = dry_run(request.query, "UpdateOptions")
     validation = field_validation(request.query, "UpdateOptions")
     obj, warnings = await _read_object(request, scope, validation)
@@ -109,13 +116,14 @@ async def update_object(request: web.Request, scope: ResourceScope, info: Reques
         dry_run=dry,
         strategy=scope.subresources.get(info.subresource),
     )
-    return _respond(request, scope, result, 201 if created else 200, warnings)
+    return _respond(output, scope, result, 201 if created else 200, warnings)
 
 
 async def patch_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
     patch_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
     if patch_type not in scope.patch_types:
         raise errors.unsupported_media_type(", ".join(scope.patch_types))
+    output = _output(request)
     dry = dry_run(request.query, "PatchOptions")
     validation = field_validation(request.query, "PatchOptions")
     raw = await bodies.read_body(request)
@@ -136,8 +144,9 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
         )
         dups = duplicates if patch_type == MERGE_PATCH else []
         obj, warnings = decode_object(
-            scope, patched, field_validation=validation, duplicates=dups, patch=raw.decode("utf-8", "replace")
+            scope, patched, field_validation=validation, duplicates=dups, patch=orjson.dumps(patched).decode()
         )
+        _set_namespace(scope, obj, info)  # kube's rest.BeforeUpdate applies to patches too
         return await _admit(scope, scope.attributes(info, user, Operation.UPDATE, obj, old, dry_run=dry))
 
     result, _ = await scope.store.update(
@@ -148,4 +157,4 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
         dry_run=dry,
         strategy=scope.subresources.get(info.subresource),
     )
-    return _respond(request, scope, result, 200, warnings)
+    return _respond(output, scope, result, 200, warnings)
