@@ -8,38 +8,27 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from server.authn.interface import AnonymousAuthenticator, AuthenticatedGroupAdder, Authenticator, Union
-from server.authn.x509 import X509Authenticator
-from server.authz.interface import Authorizer
-from server.authz.interface import Union as AuthorizerUnion
-from server.authz.masters import AlwaysAllowPaths, PrivilegedGroups
 from server.config import Config
 from server.endpoints import published
 from server.endpoints.dispatch import API_REGISTRY, serve_resource
 from server.endpoints.registry import build_registry
 from server.endpoints.scope import PATCH_TYPES
 from server.filters import build_chain
-from server.health import HEALTH_PATHS, HealthCheck, HealthChecks
+from server.health import HealthCheck, HealthChecks
 from server.metrics import Metrics
 from server.version import version_handler, version_info
 
 
-def standalone_authenticator() -> Authenticator:
-    """Until delegated authentication is configured: client certificates from the server's own CA,
-    and anonymous only for the health endpoints (kube-apiserver answers anonymous /healthz)."""
-    return AuthenticatedGroupAdder(Union([X509Authenticator(), AnonymousAuthenticator(paths=HEALTH_PATHS)]))
-
-
-def standalone_authorizer() -> Authorizer:
-    """system:masters may do anything; health endpoints are open; everyone else is denied."""
-    return AuthorizerUnion([AlwaysAllowPaths(), PrivilegedGroups()])
-
-
 def build_app(config: Config) -> web.Application:
     metrics = Metrics()
+    security = config.security
     app = web.Application(
         middlewares=build_chain(
-            authenticator=standalone_authenticator(), authorizer=standalone_authorizer(), metrics=metrics
+            authenticator=security.authentication.authenticator,
+            authorizer=security.authorizer,
+            metrics=metrics,
+            api_audiences=security.authentication.api_audiences,
+            credential_headers=security.authentication.credential_headers,
         ),
         client_max_size=4 * 1024 * 1024,
     )

@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from registry.generic.installation import GroupInstallation
+from server.authn.delegated import Authentication, start_authentication
+from server.authz.delegated import authorizer_from_options
+from server.authz.interface import Authorizer
+from server.cluster.connections import ClusterConnections
 from server.installed import INSTALLERS
 from server.options import Options
 from server.serving import certs
@@ -35,6 +39,24 @@ class ServingCerts:
     client_ca_key_path: Path
 
 
+@dataclass(frozen=True)
+class Security:
+    """Who may do what: authentication and authorization as the flags and the environment decide.
+
+    Delegated when a cluster is reachable for either (a kubeconfig flag, or running in a pod);
+    standalone otherwise. Both go through the same chain; standalone just has fewer sources.
+    """
+
+    authentication: Authentication
+    authorizer: Authorizer
+    connections: ClusterConnections
+    delegated: bool
+
+    async def close(self) -> None:
+        await self.authentication.close()
+        await self.connections.close()
+
+
 @dataclass
 class Config:
     options: Options
@@ -42,10 +64,12 @@ class Config:
     tls: ReloadingTLS
     storage: Interface
     installations: list[GroupInstallation]
+    security: Security
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
             await self.tls.stop()
+        await self.security.close()
         await self.storage.close()
 
 
@@ -88,12 +112,43 @@ async def open_storage(options: Options) -> Interface:
     )
 
 
+async def start_security(options: Options, serving: ServingCerts, tls: ReloadingTLS) -> Security:
+    """Connect to the cluster if there is one, load every CA source, and hand client CAs to TLS."""
+    connections = ClusterConnections()
+    try:
+        authn_client = await connections.open(
+            options.authentication.authentication_kubeconfig, "authentication"
+        )
+        authz_client = await connections.open(options.authorization.authorization_kubeconfig, "authorization")
+        delegated = authn_client is not None or authz_client is not None
+        authentication = await start_authentication(
+            options.authentication,
+            client=authn_client,
+            own_client_ca=serving.client_ca_path,
+            delegated=delegated,
+            on_trust_change=tls.set_extra_client_cas,
+        )
+    except BaseException:
+        await connections.close()
+        raise
+    authorizer = authorizer_from_options(options.authorization, authz_client)
+    logger.info(
+        "authentication and authorization: %s", "delegated to the cluster" if delegated else "standalone"
+    )
+    return Security(authentication, authorizer, connections, delegated)
+
+
 async def build_config(options: Options) -> Config:
     serving = await asyncio.to_thread(_prepare_certs, options)
     tls = await ReloadingTLS.load(serving.cert_path, serving.key_path, [serving.client_ca_path])
-    storage = await open_storage(options)
+    security = await start_security(options, serving, tls)
+    try:
+        storage = await open_storage(options)
+    except BaseException:
+        await security.close()
+        raise
     installations = [install(storage) for install in INSTALLERS]
-    return Config(options, serving, tls, storage, installations)
+    return Config(options, serving, tls, storage, installations, security)
 
 
 def write_admin_kubeconfig(config: Config, server_url: str) -> Path:

@@ -18,10 +18,12 @@ import random
 import re
 import urllib.parse
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from server.authn.options import AuthenticationOptions
+from server.authz.options import AuthorizationOptions
 from server.duration import format_duration, parse_duration
 
 DEFAULT_DATA_DIR = Path(".pizza-apiserver")
@@ -29,6 +31,27 @@ DEFAULT_ETCD_PREFIX = "/registry/restaurant.programming-kubernetes.info"
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
+
+
+class FlagGroup(Protocol):
+    """Flags owned by one feature (authentication, authorization, audit, ...), kept in its own dataclass.
+
+    kube splits its options the same way (AuthenticationOptions, AuditOptions, ...): each feature's
+    module declares its flags, defaults and validation, and this module only collects them. The
+    dataclass field names are the argparse dests of its flags.
+    """
+
+    @staticmethod
+    def add_flags(parser: argparse.ArgumentParser) -> None: ...
+
+    def validate(self) -> list[str]: ...
+
+
+# Option field name on Options → the FlagGroup dataclass that fills it.
+FLAG_GROUPS: dict[str, type] = {
+    "authentication": AuthenticationOptions,
+    "authorization": AuthorizationOptions,
+}
 
 
 @dataclass(slots=True)
@@ -61,6 +84,9 @@ class Options:
     etcd_readycheck_timeout: float = 2.0
     # logs
     verbosity: int = 0
+    # flag groups (FLAG_GROUPS)
+    authentication: AuthenticationOptions = field(default_factory=AuthenticationOptions)
+    authorization: AuthorizationOptions = field(default_factory=AuthorizationOptions)
     # derived by complete(): extra IP SANs for the generated serving certificate
     serving_cert_ip_addresses: list[str] = field(default_factory=list)
 
@@ -103,6 +129,8 @@ class Options:
         problems += self._validate_etcd()
         if self.verbosity < 0:
             problems.append("-v can not be negative value")
+        for name in FLAG_GROUPS:
+            problems += getattr(self, name).validate()
         return problems
 
     def random_watch_timeout(self, rng: random.Random | None = None) -> float:
@@ -185,7 +213,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     """Parse flags (``sys.argv[1:]`` when None). Malformed values exit with usage, as pflag does."""
     namespace = build_parser().parse_args(argv)
     values: dict[str, Any] = vars(namespace)
-    return Options(**values)
+    groups = {
+        name: group(**{f.name: values.pop(f.name) for f in fields(group)})
+        for name, group in FLAG_GROUPS.items()
+    }
+    return Options(**values, **groups)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -337,6 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="Level",
         help="number for the log level verbosity (default %(default)s)",
     )
+    for group in FLAG_GROUPS.values():
+        group.add_flags(parser)
     return parser
 
 

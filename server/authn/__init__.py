@@ -1,7 +1,9 @@
 """Authentication: who is making a request. Assembled like k8s.io/apiserver's authenticatorfactory.
 
-New kinds of credentials (request-header/front-proxy, TokenReview) are further `Authenticator`s in
-the list given to `build_authenticator`; nothing else changes.
+The kinds of credentials are `Authenticator`s in the list given to `build_authenticator`: front proxy
+(`requestheader`), client certificates (`x509`), bearer tokens (`token`, TokenReview).
+`server.authn.delegated` assembles them from the flags and the cluster; standalone is the same chain
+with client certificates only.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Authorization: may this user do this request. Assembled like kube's DelegatingAuthorizationOptions.
 
-A SubjectAccessReview authorizer is one more `Authorizer` appended to the list in `build_authorizer`.
+The SubjectAccessReview authorizer (`subject_access_review`) is one more `Authorizer` appended to the
+list in `build_authorizer`; `server.authz.delegated` decides from the flags whether there is one.
 """
 
 from __future__ import annotations

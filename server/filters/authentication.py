@@ -3,33 +3,56 @@
 The user lands in request[USER_KEY] for authorization, audit, admission and handlers. Which
 credentials count, and whether anonymous is allowed (and where), is the authenticator's business;
 see `server.authn.build_authenticator`.
+
+Once a request is authenticated its credentials leave it, as kube's filter deletes them: the
+`Authorization` header and every front-proxy identity header (the standard X-Remote-* ones and any
+configured ones). Downstream code can then never mistake a forged header for an identity. Headers are
+immutable in aiohttp, so the request is cloned; the clone shares the audit annotations dict created
+here, so annotations added further in reach the audit filter outside.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+from multidict import CIMultiDict
 
 from apis.meta.errors import StatusError, unauthorized
 from apis.meta.user import UserInfo
 from server.authn.interface import Authenticator
+from server.authn.requestheader import STANDARD_NAMES, RequestHeaderNames, headers_to_strip
 from server.responses import status_response
 
 logger = logging.getLogger(__name__)
 
 # request[USER_KEY] holds the authenticated UserInfo.
 USER_KEY = "user"
+# request[AUDIT_ANNOTATIONS_KEY]: annotations for the request's audit event (e.g. the authorization decision).
+AUDIT_ANNOTATIONS_KEY = "audit_annotations"
 
 
-def authentication(authenticator: Authenticator, *, api_audiences: Sequence[str] = ()) -> Middleware:
-    """`api_audiences`: the audiences this server accepts tokens for (kube's --api-audiences)."""
+def _standard_names() -> Sequence[RequestHeaderNames]:
+    return (STANDARD_NAMES,)
+
+
+def authentication(
+    authenticator: Authenticator,
+    *,
+    api_audiences: Sequence[str] = (),
+    credential_headers: Callable[[], Sequence[RequestHeaderNames]] = _standard_names,
+) -> Middleware:
+    """`api_audiences`: the audiences this server accepts tokens for (kube's --api-audiences).
+
+    `credential_headers`: the current front-proxy header names to strip (they may change at run time).
+    """
     accepted = tuple(api_audiences)
 
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        audit_annotations(request)
         try:
             result = await authenticator.authenticate(request)
         except StatusError as err:
@@ -43,9 +66,21 @@ def authentication(authenticator: Authenticator, *, api_audiences: Sequence[str]
             )
             return status_response(unauthorized())
         request[USER_KEY] = result.user
+        strip = headers_to_strip(request.headers, credential_headers())
+        if strip:
+            kept = CIMultiDict((k, v) for k, v in request.headers.items() if k.lower() not in strip)
+            request = request.clone(headers=kept)
         return await handler(request)
 
     return authenticate
+
+
+def audit_annotations(request: web.Request) -> dict[str, str]:
+    """The request's audit annotations, created on first use (the first filter to ask shares it onward)."""
+    annotations = request.get(AUDIT_ANNOTATIONS_KEY)
+    if annotations is None:
+        annotations = request[AUDIT_ANNOTATIONS_KEY] = {}
+    return annotations
 
 
 def user_of(request: web.Request) -> UserInfo | None:

@@ -3,6 +3,9 @@
 The 403 `Status` message is kube's, built from the request info (responsewriters.Forbidden): e.g.
 `pizzas.restaurant.programming-kubernetes.info is forbidden: User "bob" cannot list resource
 "pizzas" in API group "restaurant.programming-kubernetes.info" in the namespace "default"`.
+
+Like kube, the decision is recorded as audit annotations: `authorization.k8s.io/decision` (allow or
+forbid) and `authorization.k8s.io/reason`; an evaluation error records only the reason "internal error".
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from apis.meta.errors import GroupResource, StatusError, forbidden, internal_error
 from server.authz.interface import Authorizer, AuthzAttributes
-from server.filters.authentication import user_of
+from server.filters.authentication import audit_annotations, user_of
 from server.filters.request_info import request_info_of
 from server.responses import status_response
 
@@ -22,6 +25,9 @@ logger = logging.getLogger(__name__)
 
 # Go's responsewriters sanitizer: a message must never look like HTML. Quotes are fine.
 _SANITIZE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+DECISION_ANNOTATION = "authorization.k8s.io/decision"
+REASON_ANNOTATION = "authorization.k8s.io/reason"
 
 
 def authorization(authorizer: Authorizer) -> Middleware:
@@ -33,11 +39,15 @@ def authorization(authorizer: Authorizer) -> Middleware:
         attrs = AuthzAttributes(user, request_info_of(request))
         decision = await authorizer.authorize(attrs)
         # An authorizer may hit an evaluation error and still allow, so the decision comes first.
+        annotations = audit_annotations(request)
         if decision.allowed:
+            annotations.update({DECISION_ANNOTATION: "allow", REASON_ANNOTATION: decision.reason})
             return await handler(request)
         if decision.error:
+            annotations[REASON_ANNOTATION] = "internal error"
             logger.warning("authorization of %s %s failed: %s", request.method, request.path, decision.error)
             return status_response(internal_error(decision.error))
+        annotations.update({DECISION_ANNOTATION: "forbid", REASON_ANNOTATION: decision.reason})
         logger.debug("forbidden %s %s: %s", request.method, request.path, decision.reason)
         return status_response(forbidden_error(attrs, decision.reason))
 

@@ -28,14 +28,17 @@ DEFAULT_CHECK_INTERVAL = 1.0  # a few stat() calls a second, off the loop; kube 
 FileStamp = tuple[int, int, int] | None  # (mtime_ns, size, inode); None when the file is missing
 
 
-def build_server_context(cert_path: Path, key_path: Path, client_ca_paths: Sequence[Path]) -> ssl.SSLContext:
+def build_server_context(
+    cert_path: Path, key_path: Path, client_ca_paths: Sequence[Path], extra_client_cas: bytes = b""
+) -> ssl.SSLContext:
     """A server context for TLS >= 1.2 that asks for, but does not require, a client certificate.
 
     Requests without a client certificate must still reach the authentication layer so it can
     answer 401 with a Status (or accept a bearer token / request-header user), hence CERT_OPTIONAL.
     A certificate from a CA not in ``client_ca_paths`` fails the handshake (Python cannot defer that
-    decision to the authenticator as Go's RequestClientCert does). Reads files synchronously: call
-    it through ``asyncio.to_thread`` from the event loop.
+    decision to the authenticator as Go's RequestClientCert does). ``extra_client_cas`` is PEM of
+    further client CAs that do not live in files of ours (e.g. from the cluster's ConfigMap). Reads
+    files synchronously: call it through ``asyncio.to_thread`` from the event loop.
     """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -43,8 +46,10 @@ def build_server_context(cert_path: Path, key_path: Path, client_ca_paths: Seque
     context.set_alpn_protocols(ALPN_PROTOCOLS)
     for ca_path in client_ca_paths:
         context.load_verify_locations(cafile=ca_path)
+    if extra_client_cas.strip():
+        context.load_verify_locations(cadata=extra_client_cas.decode("ascii"))
     # Without any CA, OpenSSL would reject every presented client certificate; ignore them instead.
-    context.verify_mode = ssl.CERT_OPTIONAL if client_ca_paths else ssl.CERT_NONE
+    context.verify_mode = ssl.CERT_OPTIONAL if client_ca_paths or extra_client_cas.strip() else ssl.CERT_NONE
     return context
 
 
@@ -53,16 +58,19 @@ class ReloadingTLS:
 
     Give ``listening_context`` to the server socket; run ``start()`` for periodic checks or call
     ``reload_if_changed()`` directly. A failed rebuild (e.g. a key written before its certificate)
-    keeps the previous context and is retried on the next check.
+    keeps the previous context and is retried on the next check. Client CAs that change elsewhere
+    (delegated authentication's ConfigMap and CA files) arrive through ``set_extra_client_cas``.
     """
 
     __slots__ = (
         "_ca_paths",
         "_cert_path",
         "_current",
+        "_extra_cas",
         "_interval",
         "_key_path",
         "_listening",
+        "_lock",
         "_stamps",
         "_task",
     )
@@ -85,6 +93,8 @@ class ReloadingTLS:
         self._listening = initial
         self._current = initial
         self._stamps = stamps
+        self._extra_cas = b""
+        self._lock = asyncio.Lock()  # one rebuild at a time, so none can undo another's newer input
         self._task: asyncio.Task[None] | None = None
         initial.sni_callback = self._on_client_hello
 
@@ -121,24 +131,41 @@ class ReloadingTLS:
 
     async def reload_if_changed(self) -> bool:
         """Rebuild the context if any file's stamp changed; return whether a new context is live."""
-        paths = (self._cert_path, self._key_path, *self._ca_paths)
-        stamps = await asyncio.to_thread(_stamp_all, paths)
-        if stamps == self._stamps:
-            return False
-        try:
+        async with self._lock:
+            paths = (self._cert_path, self._key_path, *self._ca_paths)
+            stamps = await asyncio.to_thread(_stamp_all, paths)
+            if stamps == self._stamps:
+                return False
+            try:
+                context = await asyncio.to_thread(
+                    build_server_context, self._cert_path, self._key_path, self._ca_paths, self._extra_cas
+                )
+            except (OSError, ssl.SSLError, ValueError) as err:
+                # Stamps are not recorded, so the next check tries again once the files settle.
+                logger.warning(
+                    "keeping the previous TLS configuration: rebuilding from %s failed: %s", paths, err
+                )
+                return False
+            self._current = context
+            self._stamps = stamps
+            logger.info("loaded new serving certificate from %s", self._cert_path)
+            return True
+
+    async def set_extra_client_cas(self, pem: bytes) -> bool:
+        """Trust these client CAs (PEM) besides the files; return whether a new context is live.
+
+        A bundle that does not load keeps the previous context and raises, so the caller can report it.
+        """
+        async with self._lock:
+            if pem == self._extra_cas:
+                return False
             context = await asyncio.to_thread(
-                build_server_context, self._cert_path, self._key_path, self._ca_paths
+                build_server_context, self._cert_path, self._key_path, self._ca_paths, pem
             )
-        except (OSError, ssl.SSLError, ValueError) as err:
-            # Stamps are not recorded, so the next check tries again once the files settle.
-            logger.warning(
-                "keeping the previous TLS configuration: rebuilding from %s failed: %s", paths, err
-            )
-            return False
-        self._current = context
-        self._stamps = stamps
-        logger.info("loaded new serving certificate from %s", self._cert_path)
-        return True
+            self._extra_cas = pem
+            self._current = context
+            logger.info("loaded new client CA bundles for TLS verification")
+            return True
 
     async def start(self) -> None:
         """Begin checking the files every ``check_interval`` seconds in a background task."""
