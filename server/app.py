@@ -6,6 +6,8 @@ resources that the dispatcher resolves from RequestInfo (the same parse authoriz
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from server.config import Config
@@ -13,10 +15,16 @@ from server.endpoints import published
 from server.endpoints.dispatch import API_REGISTRY, serve_resource
 from server.endpoints.registry import build_registry
 from server.endpoints.scope import PATCH_TYPES
+from server.endpoints.watch import SHUTTING_DOWN
 from server.filters import build_chain
+from server.filters.audit import audit_response_prepare
 from server.health import HealthCheck, HealthChecks
 from server.metrics import Metrics
 from server.version import version_handler, version_info
+
+
+async def _end_watches(app: web.Application) -> None:
+    app[SHUTTING_DOWN].set()
 
 
 def build_app(config: Config) -> web.Application:
@@ -27,12 +35,21 @@ def build_app(config: Config) -> web.Application:
             authenticator=security.authentication.authenticator,
             authorizer=security.authorizer,
             metrics=metrics,
+            audit=config.audit,
+            request_timeout=config.options.request_timeout,
+            max_requests_inflight=config.options.max_requests_inflight,
+            max_mutating_requests_inflight=config.options.max_mutating_requests_inflight,
             api_audiences=security.authentication.api_audiences,
             credential_headers=security.authentication.credential_headers,
         ),
         client_max_size=4 * 1024 * 1024,
     )
     app["min_request_timeout"] = float(config.options.min_request_timeout)
+    # Streamed (watch) responses get their Audit-ID header and ResponseStarted event when they start.
+    app.on_response_prepare.append(audit_response_prepare)
+    # Open watches end cleanly as soon as shutdown begins, instead of being cut after a timeout.
+    app[SHUTTING_DOWN] = asyncio.Event()
+    app.on_shutdown.append(_end_watches)
     registry = build_registry(config.installations)
     app[API_REGISTRY] = registry
     info = version_info()

@@ -33,6 +33,8 @@ async def serve(
         app = build_app(config)
         runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5.0)
         await runner.setup()
+        if config.audit is not None:
+            await config.audit.start()
         site = web.TCPSite(
             runner, options.bind_address, options.secure_port, ssl_context=config.tls.listening_context
         )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from registry.generic.installation import GroupInstallation
+from server.audit.pipeline import AuditPipeline, build_audit
 from server.authn.delegated import Authentication, start_authentication
 from server.authz.delegated import authorizer_from_options
 from server.authz.interface import Authorizer
@@ -65,8 +66,14 @@ class Config:
     storage: Interface
     installations: list[GroupInstallation]
     security: Security
+    # None when no audit backend is configured.
+    audit: AuditPipeline | None = None
 
     async def close(self) -> None:
+        """After the HTTP runner is cleaned up: flush audit (events of requests that were still running
+        included), then stop the clients and storage."""
+        if self.audit is not None:
+            await self.audit.shutdown()
         with contextlib.suppress(Exception):
             await self.tls.stop()
         await self.security.close()
@@ -141,6 +148,7 @@ async def start_security(options: Options, serving: ServingCerts, tls: Reloading
 async def build_config(options: Options) -> Config:
     serving = await asyncio.to_thread(_prepare_certs, options)
     tls = await ReloadingTLS.load(serving.cert_path, serving.key_path, [serving.client_ca_path])
+    audit = await build_audit(options.audit)
     security = await start_security(options, serving, tls)
     try:
         storage = await open_storage(options)
@@ -148,7 +156,7 @@ async def build_config(options: Options) -> Config:
         await security.close()
         raise
     installations = [install(storage) for install in INSTALLERS]
-    return Config(options, serving, tls, storage, installations, security)
+    return Config(options, serving, tls, storage, installations, security, audit)
 
 
 def write_admin_kubeconfig(config: Config, server_url: str) -> Path:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
+from server.audit.options import AuditOptions
 from server.authn.options import AuthenticationOptions
 from server.authz.options import AuthorizationOptions
 from server.duration import format_duration, parse_duration
@@ -51,6 +52,7 @@ class FlagGroup(Protocol):
 FLAG_GROUPS: dict[str, type] = {
     "authentication": AuthenticationOptions,
     "authorization": AuthorizationOptions,
+    "audit": AuditOptions,
 }
 
 
@@ -87,6 +89,7 @@ class Options:
     # flag groups (FLAG_GROUPS)
     authentication: AuthenticationOptions = field(default_factory=AuthenticationOptions)
     authorization: AuthorizationOptions = field(default_factory=AuthorizationOptions)
+    audit: AuditOptions = field(default_factory=AuditOptions)
     # derived by complete(): extra IP SANs for the generated serving certificate
     serving_cert_ip_addresses: list[str] = field(default_factory=list)
 

@@ -5,7 +5,7 @@ buffered, blocking → errors ignored, blocking-strict → as is), then for trun
 log and webhook are joined in a union. Without a policy file, or without any backend, nothing is
 audited (kube logs the same "no events will be recorded" at -v=2).
 
-Wiring, in the app: `chain = with_audit(build_chain(...), pipeline)`, the app created with
+Wiring, in the app: `build_chain(..., audit=pipeline)` places the filters, the app is created with
 `middlewares=chain`, `app.on_response_prepare.append(audit_response_prepare)`, then
 `await pipeline.start()` before serving and `await pipeline.shutdown()` after the runner is cleaned
 up (so events of requests that were still running are flushed too).
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,8 +40,7 @@ from server.audit.log_backend import (
 from server.audit.options import AuditOptions
 from server.audit.policy import Policy, PolicyError, load_policy
 from server.audit.webhook_backend import KubeconfigError, WebhookBackend, load_webhook_kubeconfig
-from server.filters.audit import audit, audit_init, failed_authentication_audit
-from server.filters.authentication import authentication as authentication_filter
+from server.filters.audit import audit, failed_authentication_audit
 from server.longrunning import DEFAULT_LONG_RUNNING, LongRunningCheck
 
 logger = logging.getLogger(__name__)
@@ -126,23 +124,3 @@ def _wrap(backend: Backend, options: AuditOptions, plugin: str) -> Backend:
     if truncate is not None:
         backend = TruncateBackend(backend, truncate, name=f"truncate<{plugin}>")
     return backend
-
-
-def with_audit(chain: Sequence[Middleware], pipeline: AuditPipeline | None) -> list[Middleware]:
-    """The chain with audit in kube's places: `audit_init` outermost (always: Audit-ID on every
-    response), and with a pipeline, failed-authentication audit just before authentication and the
-    audit filter right after it (so events name the user, and see it before impersonation)."""
-    out: list[Middleware] = [] if audit_init in chain else [audit_init]
-    found = False
-    for middleware in chain:
-        # The filter is a closure made by server.filters.authentication.authentication().
-        is_authentication = getattr(middleware, "__module__", "") == authentication_filter.__module__
-        if pipeline is not None and is_authentication:
-            out.append(pipeline.failed_authentication_middleware())
-        out.append(middleware)
-        if pipeline is not None and is_authentication:
-            out.append(pipeline.middleware())
-            found = True
-    if pipeline is not None and not found:
-        raise ValueError("the chain has no authentication filter to put audit after")
-    return out

@@ -118,12 +118,6 @@ async def test_data_and_watch_position_survive_a_server_restart(
         await asyncio.to_thread(second.stop)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server/cli.py serve() + server/endpoints/watch.py watch_objects(): nothing ends open watch "
-    "streams on shutdown, so SIGTERM with one watch open takes aiohttp's 2 x shutdown_timeout (10 s) and "
-    "then cuts the chunked stream (client: ClientPayloadError) instead of ending it at once",
-)
 async def test_stopping_the_server_ends_open_watches_promptly(etcd_server, tmp_path: Path) -> None:
     proc = await asyncio.to_thread(
         start_server_process, tmp_path / "data", *etcd_flags([etcd_server.client_url], unique_prefix())

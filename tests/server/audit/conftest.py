@@ -24,7 +24,7 @@ from aiohttp.test_utils import TestServer
 
 from apis.meta.errors import StatusError, success_status
 from server.audit.options import AuditOptions
-from server.audit.pipeline import AuditPipeline, build_audit, with_audit
+from server.audit.pipeline import AuditPipeline, build_audit
 from server.authn import standalone_authenticator
 from server.authz import build_authorizer
 from server.endpoints.body import decode, read_body
@@ -156,9 +156,12 @@ async def version(request: web.Request) -> web.Response:
 
 def make_app(pipeline: AuditPipeline | None) -> web.Application:
     chain = build_chain(
-        authenticator=standalone_authenticator(), authorizer=build_authorizer(), metrics=Metrics()
+        authenticator=standalone_authenticator(),
+        authorizer=build_authorizer(),
+        metrics=Metrics(),
+        audit=pipeline,
     )
-    app = web.Application(middlewares=with_audit(chain, pipeline))
+    app = web.Application(middlewares=chain)
     app.on_response_prepare.append(audit_response_prepare)
     app.add_routes(
         [
