@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from server.audit.options import AuditOptions
 from server.authn.options import AuthenticationOptions
 from server.authz.options import AuthorizationOptions
-from server.duration import format_duration, parse_duration
+from server.flags import CommaList, add_duration, add_int, add_path
 
 DEFAULT_DATA_DIR = Path(".pizza-apiserver")
 DEFAULT_ETCD_PREFIX = "/registry/restaurant.programming-kubernetes.info"
@@ -246,26 +246,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="The port on which to serve HTTPS with authentication and authorization. "
         "If 0, a free port is picked. (default %(default)s)",
     )
-    _path(
+    add_path(
         serving,
         "--cert-dir",
         "The directory where the TLS certs are located. If --tls-cert-file and "
         "--tls-private-key-file are provided, this flag will be ignored. (default <data-dir>/certs)",
     )
-    _path(
+    add_path(
         serving,
         "--tls-cert-file",
         "File containing the default x509 Certificate for HTTPS (CA cert, if any, concatenated after "
         "server cert). Without it a self-signed CA and certificate are generated into --cert-dir.",
     )
-    _path(
+    add_path(
         serving,
         "--tls-private-key-file",
         "File containing the default x509 private key matching --tls-cert-file.",
     )
     serving.add_argument(
         "--serving-cert-dns-names",
-        action=_CommaList,
+        action=CommaList,
         default=[],
         metavar="strings",
         help="Extra DNS names (or IPs) for the generated serving certificate, comma separated, e.g. "
@@ -281,27 +281,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="Directory for generated certificates, the admin kubeconfig and the embedded storage. "
         "(default %(default)s)",
     )
-    _path(
+    add_path(
         generic,
         "--admin-kubeconfig",
         "Where to write a kubeconfig for the admin user (CN=admin, O=system:masters). "
         "(default <data-dir>/admin.kubeconfig)",
     )
-    _int(
+    add_int(
         generic,
         "--max-requests-inflight",
         defaults.max_requests_inflight,
         "The maximum number of non-mutating requests in flight at a given time. When the server exceeds "
         "this, it rejects requests. Zero for no limit.",
     )
-    _int(
+    add_int(
         generic,
         "--max-mutating-requests-inflight",
         defaults.max_mutating_requests_inflight,
         "The maximum number of mutating requests in flight at a given time. When the server exceeds this, "
         "it rejects requests. Zero for no limit.",
     )
-    _duration(
+    add_duration(
         generic,
         "--request-timeout",
         defaults.request_timeout,
@@ -309,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
         "it out. This is the default request timeout for requests but may be overridden by flags "
         "such as --min-request-timeout for specific types of requests.",
     )
-    _int(
+    add_int(
         generic,
         "--min-request-timeout",
         defaults.min_request_timeout,
@@ -317,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         "before timing it out. Currently only honored by the watch request handler, which picks a "
         "randomized value above this number as the connection timeout, to spread out load.",
     )
-    _duration(
+    add_duration(
         generic,
         "--shutdown-delay-duration",
         defaults.shutdown_delay_duration,
@@ -328,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     etcd = parser.add_argument_group("etcd")
     etcd.add_argument(
         "--etcd-servers",
-        action=_CommaList,
+        action=CommaList,
         default=[],
         metavar="strings",
         help="List of etcd servers to connect with (scheme://ip:port), comma separated. "
@@ -340,22 +340,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.etcd_prefix,
         help="The prefix to prepend to all resource paths in etcd. (default %(default)s)",
     )
-    _path(etcd, "--etcd-cafile", "SSL Certificate Authority file used to secure etcd communication.")
-    _path(etcd, "--etcd-certfile", "SSL certification file used to secure etcd communication.")
-    _path(etcd, "--etcd-keyfile", "SSL key file used to secure etcd communication.")
-    _duration(
+    add_path(etcd, "--etcd-cafile", "SSL Certificate Authority file used to secure etcd communication.")
+    add_path(etcd, "--etcd-certfile", "SSL certification file used to secure etcd communication.")
+    add_path(etcd, "--etcd-keyfile", "SSL key file used to secure etcd communication.")
+    add_duration(
         etcd,
         "--etcd-compaction-interval",
         defaults.etcd_compaction_interval,
         "The interval of compaction requests. If 0, the compaction request from apiserver is disabled.",
     )
-    _duration(
+    add_duration(
         etcd,
         "--etcd-healthcheck-timeout",
         defaults.etcd_healthcheck_timeout,
         "The timeout to use when checking etcd health.",
     )
-    _duration(
+    add_duration(
         etcd,
         "--etcd-readycheck-timeout",
         defaults.etcd_readycheck_timeout,
@@ -375,48 +375,6 @@ def build_parser() -> argparse.ArgumentParser:
     for group in FLAG_GROUPS.values():
         group.add_flags(parser)
     return parser
-
-
-class _CommaList(argparse.Action):
-    """pflag's StringSlice: comma separated, repeatable; the first use replaces the default."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: str | Sequence[Any] | None,
-        option_string: str | None = None,
-    ) -> None:
-        items = [v.strip() for v in str(values or "").split(",") if v.strip()]
-        current = getattr(namespace, self.dest)
-        # argparse stores the default object itself, so identity tells a first use from a repeat.
-        earlier: list[str] = [] if current is self.default else current
-        setattr(namespace, self.dest, [*earlier, *items])
-
-
-def _path(group: argparse._ArgumentGroup, flag: str, text: str) -> None:
-    group.add_argument(flag, type=Path, default=None, metavar="string", help=text)
-
-
-def _int(group: argparse._ArgumentGroup, flag: str, default: int, text: str) -> None:
-    group.add_argument(flag, type=int, default=default, metavar="int", help=f"{text} (default {default})")
-
-
-def _duration(group: argparse._ArgumentGroup, flag: str, default: float, text: str) -> None:
-    group.add_argument(
-        flag,
-        type=_duration_value,
-        default=default,
-        metavar="duration",
-        help=f"{text} (default {format_duration(default)})",
-    )
-
-
-def _duration_value(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _is_ip(text: str) -> bool:

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from apis.meta.fields import parse_field_selector
+
 API_PREFIXES = frozenset({"api", "apis"})
 GROUPLESS_API_PREFIXES = frozenset({"api"})
 
@@ -173,67 +175,11 @@ def _list_verb_and_name(query: Mapping[str, str]) -> tuple[str, str]:
 def exact_match(selector: str, field: str) -> str | None:
     """The value a field selector requires `field` to equal, like kube's `RequiresExactMatch`.
 
-    Parses with kube's rules (fields.ParseSelector): terms split at unescaped commas and sorted, each
-    split at the first `!=`, `==` or `=`, values unescaped (`\\\\`, `\\,`, `\\=`). Raises ValueError for an
+    Parsed with kube's rules by `apis.meta.fields`, the parser the list handler uses too, so the name
+    authorization sees is the one the list is filtered by. Raises ValueError (a SelectorError) for an
     unparseable selector.
     """
-    found: str | None = None
-    for term in sorted(_split_terms(selector)):
-        if not term:
-            continue
-        lhs, op, rhs = _split_term(term)
-        if not op:
-            raise ValueError(f"invalid selector: '{selector}'; can't understand '{term}'")
-        value = _unescape(rhs)
-        if found is None and op != "!=" and lhs == field:
-            found = value
-    return found
-
-
-def _split_terms(selector: str) -> list[str]:
-    terms: list[str] = []
-    start = 0
-    in_slash = False
-    for i, c in enumerate(selector):
-        if in_slash:
-            in_slash = False
-        elif c == "\\":
-            in_slash = True
-        elif c == ",":
-            terms.append(selector[start:i])
-            start = i + 1
-    terms.append(selector[start:])
-    return terms
-
-
-def _split_term(term: str) -> tuple[str, str, str]:
-    for i in range(len(term)):
-        for op in ("!=", "==", "="):
-            if term.startswith(op, i):
-                return term[:i], op, term[i + len(op) :]
-    return term, "", ""
-
-
-def _unescape(value: str) -> str:
-    if not any(c in value for c in "\\,="):
-        return value
-    out: list[str] = []
-    in_slash = False
-    for c in value:
-        if in_slash:
-            if c not in "\\,=":
-                raise ValueError(f"invalid field selector: invalid escape sequence: \\{c}")
-            out.append(c)
-            in_slash = False
-        elif c == "\\":
-            in_slash = True
-        elif c in ",=":
-            raise ValueError(f"invalid field selector: unescaped character in value: {c}")
-        else:
-            out.append(c)
-    if in_slash:
-        raise ValueError("invalid field selector: invalid escape sequence: \\")
-    return "".join(out)
+    return parse_field_selector(selector).requires_exact_match(field)
 
 
 def _valid_path_segment_name(name: str) -> bool:

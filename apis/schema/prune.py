@@ -63,18 +63,7 @@ def _prune(x: Any, schema: Schema | None, path: str, removed: list[str], *, embe
                 removed.append(_join(path, key))
                 del x[key]
             return
-        props: dict[str, Schema] = schema.get("properties") or {}
-        allowed, extra = _additional(schema)
-        for key in list(x):
-            if _is_embedded(schema, embedded) and key in _META_FIELDS:
-                _prune_metadata(x, key, props, path, removed)
-            elif key in props:
-                _prune(x[key], props[key], _join(path, key), removed)
-            elif allowed:
-                _prune(x[key], extra, _join(path, key), removed)
-            else:
-                removed.append(_join(path, key))
-                del x[key]
+        _prune_fields(x, schema, path, removed, embedded=embedded, keep_unknown=False)
     elif isinstance(x, list):
         items = schema.get("items") if schema is not None else None
         for i, item in enumerate(x):
@@ -84,20 +73,30 @@ def _prune(x: Any, schema: Schema | None, path: str, removed: list[str], *, embe
 def _skip_prune(x: Any, schema: Schema, path: str, removed: list[str], *, embedded: bool = False) -> None:
     """Keep unknown fields at this level, but prune inside the fields the schema does specify."""
     if isinstance(x, dict):
-        props: dict[str, Schema] = schema.get("properties") or {}
-        allowed, extra = _additional(schema)
-        for key in list(x):
-            if _is_embedded(schema, embedded) and key in _META_FIELDS:
-                _prune_metadata(x, key, props, path, removed)
-            elif key in props:
-                _prune(x[key], props[key], _join(path, key), removed)
-            elif allowed:
-                _prune(x[key], extra, _join(path, key), removed)
+        _prune_fields(x, schema, path, removed, embedded=embedded, keep_unknown=True)
     elif isinstance(x, list):
         items = schema.get("items")
         if items is not None:
             for i, item in enumerate(x):
                 _skip_prune(item, items, f"{path}[{i}]", removed)
+
+
+def _prune_fields(
+    x: dict[str, Any], schema: Schema, path: str, removed: list[str], *, embedded: bool, keep_unknown: bool
+) -> None:
+    """Prune inside the fields `schema` specifies; the others are dropped unless `keep_unknown`."""
+    props: dict[str, Schema] = schema.get("properties") or {}
+    allowed, extra = _additional(schema)
+    for key in list(x):
+        if _is_embedded(schema, embedded) and key in _META_FIELDS:
+            _prune_metadata(x, key, props, path, removed)
+        elif key in props:
+            _prune(x[key], props[key], _join(path, key), removed)
+        elif allowed:
+            _prune(x[key], extra, _join(path, key), removed)
+        elif not keep_unknown:
+            removed.append(_join(path, key))
+            del x[key]
 
 
 def _prune_metadata(

@@ -17,7 +17,7 @@ from server.audit.backend import MODE_BATCH, MODE_BLOCKING, MODES, BatchConfig, 
 from server.audit.log_backend import FORMAT_JSON, FORMATS
 from server.audit.policy import GROUP_VERSION
 from server.audit.webhook_backend import DEFAULT_INITIAL_BACKOFF
-from server.duration import format_duration, parse_duration
+from server.flags import add_bool, add_duration, add_int, add_path, duration_value
 
 _KNOWN_GROUP_VERSIONS = (GROUP_VERSION,)
 _TRUNCATE_MAX_BATCH = 10 * 1024 * 1024
@@ -167,12 +167,8 @@ class AuditOptions:
     def add_flags(parser: argparse.ArgumentParser) -> None:
         d = AuditOptions()
         group = parser.add_argument_group("audit")
-        group.add_argument(
-            "--audit-policy-file",
-            type=Path,
-            default=None,
-            metavar="string",
-            help="Path to the file that defines the audit policy configuration.",
+        add_path(
+            group, "--audit-policy-file", "Path to the file that defines the audit policy configuration."
         )
         group.add_argument(
             "--audit-log-path",
@@ -181,20 +177,20 @@ class AuditOptions:
             help="If set, all requests coming to the apiserver will be logged to this file.  "
             "'-' means standard out.",
         )
-        _int(
+        add_int(
             group,
             "--audit-log-maxage",
             d.audit_log_maxage,
             "The maximum number of days to retain old audit log files based on the timestamp encoded "
             "in their filename.",
         )
-        _int(
+        add_int(
             group,
             "--audit-log-maxbackup",
             d.audit_log_maxbackup,
             "The maximum number of old audit log files to retain.",
         )
-        _int(
+        add_int(
             group,
             "--audit-log-maxsize",
             d.audit_log_maxsize,
@@ -207,7 +203,12 @@ class AuditOptions:
             help='Format of saved audits. "legacy" indicates 1-line text format for each event. "json" '
             f'indicates structured json format. Known formats are {",".join(FORMATS)}. (default "json")',
         )
-        _bool(group, "--audit-log-compress", "If set, the rotated log files will be compressed using gzip.")
+        add_bool(
+            group,
+            "--audit-log-compress",
+            d.audit_log_compress,
+            "If set, the rotated log files will be compressed using gzip.",
+        )
         group.add_argument(
             "--audit-log-version",
             default=d.audit_log_version,
@@ -217,14 +218,12 @@ class AuditOptions:
         )
         _batch_flags(group, "log", d)
         _truncate_flags(group, "log", d)
-        group.add_argument(
+        add_path(
+            group,
             "--audit-webhook-config-file",
-            type=Path,
-            default=None,
-            metavar="string",
-            help="Path to a kubeconfig formatted file that defines the audit webhook configuration.",
+            "Path to a kubeconfig formatted file that defines the audit webhook configuration.",
         )
-        _duration(
+        add_duration(
             group,
             "--audit-webhook-initial-backoff",
             d.audit_webhook_initial_backoff,
@@ -233,7 +232,7 @@ class AuditOptions:
         group.add_argument(
             "--audit-webhook-batch-initial-backoff",
             dest="audit_webhook_initial_backoff",
-            type=_duration_value,
+            type=duration_value,
             default=argparse.SUPPRESS,
             help=argparse.SUPPRESS,  # deprecated in kube for --audit-webhook-initial-backoff
         )
@@ -258,30 +257,30 @@ def _batch_flags(group: argparse._ArgumentGroup, plugin: str, d: AuditOptions) -
         f'{",".join(MODES)}. (default "{d.mode(plugin)}")',
     )
     config = d.batch_config(plugin)
-    _int(
+    add_int(
         group,
         f"--audit-{plugin}-batch-buffer-size",
         config.buffer_size,
         "The size of the buffer to store events before batching and writing. Only used in batch mode.",
     )
-    _int(
+    add_int(
         group,
         f"--audit-{plugin}-batch-max-size",
         config.max_batch_size,
         "The maximum size of a batch. Only used in batch mode.",
     )
-    _duration(
+    add_duration(
         group,
         f"--audit-{plugin}-batch-max-wait",
         config.max_batch_wait,
         "The amount of time to wait before force writing the batch that hadn't reached the max size. "
         "Only used in batch mode.",
     )
-    _bool(
+    add_bool(
         group,
         f"--audit-{plugin}-batch-throttle-enable",
+        config.throttle_enable,
         "Whether batching throttling is enabled. Only used in batch mode.",
-        default=config.throttle_enable,
     )
     group.add_argument(
         f"--audit-{plugin}-batch-throttle-qps",
@@ -290,7 +289,7 @@ def _batch_flags(group: argparse._ArgumentGroup, plugin: str, d: AuditOptions) -
         metavar="float32",
         help="Maximum average number of batches per second. Only used in batch mode.",
     )
-    _int(
+    add_int(
         group,
         f"--audit-{plugin}-batch-throttle-burst",
         config.throttle_burst,
@@ -300,8 +299,13 @@ def _batch_flags(group: argparse._ArgumentGroup, plugin: str, d: AuditOptions) -
 
 
 def _truncate_flags(group: argparse._ArgumentGroup, plugin: str, d: AuditOptions) -> None:
-    _bool(group, f"--audit-{plugin}-truncate-enabled", "Whether event and batch truncating is enabled.")
-    _int(
+    add_bool(
+        group,
+        f"--audit-{plugin}-truncate-enabled",
+        d._get(plugin, "truncate_enabled"),
+        "Whether event and batch truncating is enabled.",
+    )
+    add_int(
         group,
         f"--audit-{plugin}-truncate-max-batch-size",
         d._get(plugin, "truncate_max_batch_size"),
@@ -309,7 +313,7 @@ def _truncate_flags(group: argparse._ArgumentGroup, plugin: str, d: AuditOptions
         "hundreds of bytes greater. If a batch exceeds this limit, it is split into several batches of "
         "smaller size.",
     )
-    _int(
+    add_int(
         group,
         f"--audit-{plugin}-truncate-max-event-size",
         d._get(plugin, "truncate_max_event_size"),
@@ -317,49 +321,6 @@ def _truncate_flags(group: argparse._ArgumentGroup, plugin: str, d: AuditOptions
         "greater than this number, first request and response are removed, and if this doesn't reduce "
         "the size enough, event is discarded.",
     )
-
-
-def _int(group: argparse._ArgumentGroup, flag: str, default: int, text: str) -> None:
-    group.add_argument(flag, type=int, default=default, metavar="int", help=f"{text} (default {default})")
-
-
-def _bool(group: argparse._ArgumentGroup, flag: str, text: str, *, default: bool = False) -> None:
-    """pflag's bool: `--flag` means true, `--flag=false` sets it explicitly."""
-    group.add_argument(
-        flag,
-        nargs="?",
-        const=True,
-        default=default,
-        type=_bool_value,
-        metavar="true|false",
-        help=f"{text} (default {str(default).lower()})" if default else text,
-    )
-
-
-def _duration(group: argparse._ArgumentGroup, flag: str, default: float, text: str) -> None:
-    group.add_argument(
-        flag,
-        type=_duration_value,
-        default=default,
-        metavar="duration",
-        help=f"{text} (default {format_duration(default)})",
-    )
-
-
-def _bool_value(text: str) -> bool:
-    """Go's strconv.ParseBool."""
-    if text in ("1", "t", "T", "TRUE", "true", "True"):
-        return True
-    if text in ("0", "f", "F", "FALSE", "false", "False"):
-        return False
-    raise argparse.ArgumentTypeError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
-
-
-def _duration_value(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _go_float(value: float) -> str:

@@ -8,20 +8,19 @@ bundle signed a certificate). A bundle that fails to load keeps the previous one
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
 
-logger = logging.getLogger(__name__)
+from server.background_task import BackgroundTask, check_every
+from server.serving import file_stamp
+from server.serving.file_stamp import DEFAULT_CHECK_INTERVAL, FileStamp
 
-# As for the serving certificate (server.serving.tls): a stat() a second, off the loop. kube reacts to
-# file events at once and re-reads every minute anyway.
-DEFAULT_CHECK_INTERVAL = 1.0
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +49,7 @@ class FileCA:
     Reads go through `asyncio.to_thread`: a slow disk must not stall requests.
     """
 
-    __slots__ = ("_current", "_interval", "_name", "_on_change", "_path", "_stamp", "_task")
+    __slots__ = ("_current", "_name", "_on_change", "_path", "_poller", "_stamp")
 
     def __init__(
         self,
@@ -62,11 +61,19 @@ class FileCA:
     ) -> None:
         self._name = name
         self._path = path
-        self._interval = interval
         self._on_change = on_change
         self._current = EMPTY_BUNDLE
-        self._stamp: tuple[int, int, int] | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._stamp: FileStamp = None
+        self._poller = BackgroundTask(
+            f"reload-{name}",
+            functools.partial(
+                check_every,
+                interval,
+                self.reload_if_changed,
+                logger,
+                f"reloading the {name} CA bundle failed",
+            ),
+        )
 
     @property
     def current(self) -> CABundle:
@@ -81,17 +88,17 @@ class FileCA:
 
     async def load(self) -> CABundle:
         """The first load: a missing or broken file is an error (kube refuses to start)."""
-        stamp, pem = await asyncio.to_thread(_read, self._path)
+        stamp, pem = await asyncio.to_thread(file_stamp.read_stamped, self._path)
         self._current = CABundle.parse(pem, f"{self._name}::{self._path}")
         self._stamp = stamp
         return self._current
 
     async def reload_if_changed(self) -> bool:
         try:
-            stamp = await asyncio.to_thread(_stamp, self._path)
+            stamp = await asyncio.to_thread(file_stamp.stamp, self._path)
             if stamp == self._stamp:
                 return False
-            stamp, pem = await asyncio.to_thread(_read, self._path)
+            stamp, pem = await asyncio.to_thread(file_stamp.read_stamped, self._path)
             bundle = CABundle.parse(pem, f"{self._name}::{self._path}")
         except (OSError, ValueError) as err:
             logger.warning("keeping the previous %s CA bundle: %s", self._name, err)
@@ -106,33 +113,7 @@ class FileCA:
         return True
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"reload-{self._name}")
+        self._poller.start()
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.reload_if_changed()
-            except Exception:  # a failed listener must not end reloading for the server's lifetime
-                logger.exception("reloading the %s CA bundle failed", self._name)
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-def _read(path: Path) -> tuple[tuple[int, int, int] | None, bytes]:
-    stamp = _stamp(path)
-    return stamp, path.read_bytes()
+        await self._poller.stop()

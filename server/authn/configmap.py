@@ -11,7 +11,6 @@ does not parse keeps its previous value (kube logs and keeps serving with what i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import random
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 
 from server.authn.ca_bundle import EMPTY_BUNDLE, CABundle
 from server.authn.requestheader import RequestHeaderConfig, RequestHeaderNames
+from server.background_task import BackgroundTask
 from server.cluster.client import ClusterClient, ClusterError
 
 logger = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def _string_list(text: str) -> tuple[str, ...]:
 class ConfigMapWatcher:
     """Holds the current `ClusterAuthentication`, kept current by a watch; `on_change` after each change."""
 
-    __slots__ = ("_client", "_current", "_events", "_on_change", "_resource_version", "_task")
+    __slots__ = ("_client", "_current", "_events", "_on_change", "_resource_version", "_watching")
 
     def __init__(self, client: ClusterClient, on_change: Callable[[], Awaitable[None]] | None = None) -> None:
         self._client = client
@@ -102,7 +102,7 @@ class ConfigMapWatcher:
         self._current = ClusterAuthentication()
         self._resource_version = ""
         self._events = 0  # watch events handled so far: tells a working watch from a failing one
-        self._task: asyncio.Task[None] | None = None
+        self._watching = BackgroundTask("watch-extension-apiserver-authentication", self._run)
 
     @property
     def current(self) -> ClusterAuthentication:
@@ -118,15 +118,10 @@ class ConfigMapWatcher:
         return self._current
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="watch-extension-apiserver-authentication")
+        self._watching.start()
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._watching.stop()
 
     async def _run(self) -> None:
         delay = INITIAL_RETRY_DELAY

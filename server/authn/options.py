@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.authn.flag_types import add_bool, add_duration, add_list, add_path
+from server.flags import add_bool, add_duration, add_list, add_path
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.authn.flag_types import add_duration, add_list, add_path
 from server.authz.masters import DEFAULT_ALWAYS_ALLOW_PATHS
+from server.flags import add_duration, add_list, add_path
 
 
 @dataclass(slots=True)

@@ -13,19 +13,18 @@ why every context built here uses the same one.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import logging
-import os
 import ssl
 from collections.abc import Sequence
 from pathlib import Path
 
+from server.background_task import BackgroundTask, check_every
+from server.serving.file_stamp import DEFAULT_CHECK_INTERVAL, FileStamp, stamp_all
+
 logger = logging.getLogger(__name__)
 
 ALPN_PROTOCOLS = ["http/1.1"]
-DEFAULT_CHECK_INTERVAL = 1.0  # a few stat() calls a second, off the loop; kube reacts to file events at once
-
-FileStamp = tuple[int, int, int] | None  # (mtime_ns, size, inode); None when the file is missing
 
 
 def build_server_context(
@@ -67,12 +66,11 @@ class ReloadingTLS:
         "_cert_path",
         "_current",
         "_extra_cas",
-        "_interval",
         "_key_path",
         "_listening",
         "_lock",
+        "_poller",
         "_stamps",
-        "_task",
     )
 
     def __init__(
@@ -89,13 +87,21 @@ class ReloadingTLS:
         self._cert_path = cert_path
         self._key_path = key_path
         self._ca_paths = tuple(client_ca_paths)
-        self._interval = check_interval
         self._listening = initial
         self._current = initial
         self._stamps = stamps
         self._extra_cas = b""
         self._lock = asyncio.Lock()  # one rebuild at a time, so none can undo another's newer input
-        self._task: asyncio.Task[None] | None = None
+        self._poller = BackgroundTask(
+            "tls-reload",
+            functools.partial(
+                check_every,
+                check_interval,
+                self.reload_if_changed,
+                logger,
+                "checking TLS files for changes failed",
+            ),
+        )
         initial.sni_callback = self._on_client_hello
 
     @classmethod
@@ -109,7 +115,7 @@ class ReloadingTLS:
     ) -> ReloadingTLS:
         """Build the first context in a worker thread (file reads) and remember the files' stamps."""
         paths = (cert_path, key_path, *client_ca_paths)
-        stamps = await asyncio.to_thread(_stamp_all, paths)
+        stamps = await asyncio.to_thread(stamp_all, paths)
         initial = await asyncio.to_thread(build_server_context, cert_path, key_path, client_ca_paths)
         return cls(
             cert_path,
@@ -133,7 +139,7 @@ class ReloadingTLS:
         """Rebuild the context if any file's stamp changed; return whether a new context is live."""
         async with self._lock:
             paths = (self._cert_path, self._key_path, *self._ca_paths)
-            stamps = await asyncio.to_thread(_stamp_all, paths)
+            stamps = await asyncio.to_thread(stamp_all, paths)
             if stamps == self._stamps:
                 return False
             try:
@@ -169,23 +175,10 @@ class ReloadingTLS:
 
     async def start(self) -> None:
         """Begin checking the files every ``check_interval`` seconds in a background task."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="tls-reload")
+        self._poller.start()
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.reload_if_changed()
-            except Exception:  # a broken check must not end reloading for the server's lifetime
-                logger.exception("checking TLS files for changes failed")
+        await self._poller.stop()
 
     def _on_client_hello(
         self, ssl_object: ssl.SSLObject | ssl.SSLSocket, server_name: str | None, _: ssl.SSLContext
@@ -193,16 +186,3 @@ class ReloadingTLS:
         current = self._current
         if current is not self._listening:
             ssl_object.context = current
-
-
-def _stamp_all(paths: Sequence[Path]) -> tuple[FileStamp, ...]:
-    return tuple(_stamp(p) for p in paths)
-
-
-def _stamp(path: Path) -> FileStamp:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    # The inode catches an atomic rename that happens to keep size and a coarse mtime.
-    return (st.st_mtime_ns, st.st_size, st.st_ino)

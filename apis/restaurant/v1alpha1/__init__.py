@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from apis.restaurant.v1alpha1.conversion import pizza_from_hub, pizza_to_hub, topping_from_hub, topping_to_hub
+from apis.restaurant.conversion_common import topping_from_hub, topping_to_hub
+from apis.restaurant.v1alpha1.conversion import pizza_from_hub, pizza_to_hub
 from apis.restaurant.v1alpha1.schema import PIZZA_SCHEMA, TOPPING_SCHEMA
 from apis.runtime.kinds import VersionedKind
 

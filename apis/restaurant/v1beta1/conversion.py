@@ -1,4 +1,4 @@
-"""Conversion between restaurant/v1beta1 objects (dicts) and the hub types.
+"""Conversion between restaurant/v1beta1 Pizzas (dicts) and the hub type; the rest is in conversion_common.
 
 v1beta1 has the hub's shape, so this is a copy. Copying (rather than sharing lists with the input, as
 Go's generated conversions do) keeps both directions free of aliasing: nothing done to the result can
@@ -7,15 +7,11 @@ reach the input, which may be a cached object shared with other readers.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-from apis.restaurant.types import Pizza, PizzaSpec, PizzaStatus, PizzaTopping, Topping, ToppingSpec
+from apis.restaurant.conversion_common import hub_pizza, versioned_pizza
+from apis.restaurant.types import Pizza, PizzaTopping
 from apis.restaurant.v1beta1.schema import DEFAULT_QUANTITY
-
-
-def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
-    return copy.deepcopy(obj.get("metadata") or {})
 
 
 def _quantity(value: Any) -> Any:
@@ -33,25 +29,8 @@ def pizza_to_hub(obj: dict[str, Any]) -> Pizza:
         PizzaTopping(name=item.get("name") or "", quantity=_quantity(item.get("quantity")))
         for item in spec.get("toppings") or []
     ]
-    status = obj.get("status") or {}
-    return Pizza(
-        metadata=_metadata(obj),
-        spec=PizzaSpec(toppings=toppings),
-        status=PizzaStatus(cost=status.get("cost")),
-    )
+    return hub_pizza(obj, toppings)
 
 
 def pizza_from_hub(pizza: Pizza) -> dict[str, Any]:
-    toppings = [{"name": t.name, "quantity": t.quantity} for t in pizza.spec.toppings]
-    status: dict[str, Any] = {} if pizza.status.cost is None else {"cost": pizza.status.cost}
-    return {"metadata": copy.deepcopy(pizza.metadata), "spec": {"toppings": toppings}, "status": status}
-
-
-def topping_to_hub(obj: dict[str, Any]) -> Topping:
-    # The schema requires spec.cost; 0 only keeps the conversion total for input that skipped validation.
-    spec = obj.get("spec") or {}
-    return Topping(metadata=_metadata(obj), spec=ToppingSpec(cost=spec.get("cost", 0)))
-
-
-def topping_from_hub(topping: Topping) -> dict[str, Any]:
-    return {"metadata": copy.deepcopy(topping.metadata), "spec": {"cost": topping.spec.cost}}
+    return versioned_pizza(pizza, [{"name": t.name, "quantity": t.quantity} for t in pizza.spec.toppings])

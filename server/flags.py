@@ -1,7 +1,8 @@
-"""Flag value types shared by the authentication and authorization flag groups (pflag semantics).
+"""Flag value types and adders with pflag's semantics, shared by every flag group.
 
-They live here rather than in `server.options` because that module imports the flag groups, and a
-group importing it back would be circular.
+The flags are declared by `server.options` and by the groups it collects (authentication,
+authorization, audit); they all parse and print values the same way, so the behaviour lives here once.
+This module imports no flag group, so any of them can use it without an import cycle.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Any
 
 from server.duration import format_duration, parse_duration
 
-_TRUE = frozenset({"1", "t", "true"})
-_FALSE = frozenset({"0", "f", "false"})
+# Exactly what Go's strconv.ParseBool accepts (pflag parses `--flag=value` with it): no other casing.
+_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
 class CommaList(argparse.Action):
@@ -29,23 +31,35 @@ class CommaList(argparse.Action):
     ) -> None:
         items = [v.strip() for v in str(values or "").split(",") if v.strip()]
         current = getattr(namespace, self.dest)
+        # argparse stores the default object itself, so identity tells a first use from a repeat.
         earlier: list[str] = [] if current is self.default else current
         setattr(namespace, self.dest, [*earlier, *items])
 
 
 def go_bool(text: str) -> bool:
-    """strconv.ParseBool, as pflag parses `--flag=value`."""
-    lowered = text.strip().lower()
-    if lowered in _TRUE:
+    """strconv.ParseBool, with its error text."""
+    if text in _TRUE:
         return True
-    if lowered in _FALSE:
+    if text in _FALSE:
         return False
-    raise argparse.ArgumentTypeError(f"strconv.ParseBool: parsing {text!r}: invalid syntax")
+    raise argparse.ArgumentTypeError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+
+
+def duration_value(text: str) -> float:
+    """A Go duration ("1m30s") in seconds; the argparse `type` of every duration flag."""
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def add_bool(group: argparse._ArgumentGroup, flag: str, default: bool | None, text: str) -> None:
-    """`--flag` means true; `--flag=false` turns it off."""
-    shown = "" if default is None else f" (default {str(default).lower()})"
+    """`--flag` means true; `--flag=false` turns it off.
+
+    As pflag, the help names the default only when it is true (false is a bool's zero value); a None
+    default means "decided later", which the help text itself must explain.
+    """
+    shown = " (default true)" if default else ""
     group.add_argument(
         flag, type=go_bool, nargs="?", const=True, default=default, metavar="true|false", help=text + shown
     )
@@ -53,6 +67,10 @@ def add_bool(group: argparse._ArgumentGroup, flag: str, default: bool | None, te
 
 def add_path(group: argparse._ArgumentGroup, flag: str, text: str) -> None:
     group.add_argument(flag, type=Path, default=None, metavar="string", help=text)
+
+
+def add_int(group: argparse._ArgumentGroup, flag: str, default: int, text: str) -> None:
+    group.add_argument(flag, type=int, default=default, metavar="int", help=f"{text} (default {default})")
 
 
 def add_list(group: argparse._ArgumentGroup, flag: str, default: list[str], text: str) -> None:
@@ -63,15 +81,8 @@ def add_list(group: argparse._ArgumentGroup, flag: str, default: list[str], text
 def add_duration(group: argparse._ArgumentGroup, flag: str, default: float, text: str) -> None:
     group.add_argument(
         flag,
-        type=_duration,
+        type=duration_value,
         default=default,
         metavar="duration",
         help=f"{text} (default {format_duration(default)})",
     )
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
