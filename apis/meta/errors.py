@@ -95,15 +95,14 @@ def conflict(gr: GroupResource, name: str, why: str) -> StatusError:
     )
 
 
-OBJECT_MODIFIED = "the object has been modified; please apply your changes to the latest version and try again"
+OBJECT_MODIFIED = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
 
 
 def invalid(gk: GroupKind, name: str, errors: Sequence[FieldError]) -> StatusError:
     causes = [{"reason": e.type.reason, "message": e.body(), "field": e.field} for e in errors]
-    if len(errors) == 1:
-        agg = str(errors[0])
-    else:
-        agg = "[" + ", ".join(str(e) for e in errors) + "]"
+    agg = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(str(e) for e in errors) + "]"
     return StatusError(
         422, "Invalid", f'{gk} "{name}" is invalid: {agg}', _details(name, gk.group, gk.kind, causes=causes)
     )
@@ -111,7 +110,9 @@ def invalid(gk: GroupKind, name: str, errors: Sequence[FieldError]) -> StatusErr
 
 def forbidden(gr: GroupResource, name: str, why: str) -> StatusError:
     subject = f'{gr} "{name}"' if name else str(gr)
-    return StatusError(403, "Forbidden", f"{subject} is forbidden: {why}", _details(name, gr.group, gr.resource))
+    return StatusError(
+        403, "Forbidden", f"{subject} is forbidden: {why}", _details(name, gr.group, gr.resource)
+    )
 
 
 def bad_request(message: str) -> StatusError:
@@ -124,7 +125,10 @@ def unauthorized(message: str = "Unauthorized") -> StatusError:
 
 def method_not_supported(gr: GroupResource, verb: str) -> StatusError:
     return StatusError(
-        405, "MethodNotAllowed", f"{verb} is not supported on resources of kind {gr}", _details("", gr.group, gr.resource)
+        405,
+        "MethodNotAllowed",
+        f"{verb} is not supported on resources of kind {gr}",
+        _details("", gr.group, gr.resource),
     )
 
 
@@ -133,7 +137,11 @@ def not_acceptable(message: str) -> StatusError:
 
 
 def unsupported_media_type(content_type: str) -> StatusError:
-    return StatusError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: {content_type}")
+    return StatusError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: {content_type}",
+    )
 
 
 def request_entity_too_large(message: str) -> StatusError:

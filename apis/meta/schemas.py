@@ -75,7 +75,9 @@ OBJECT_META: dict[str, Any] = {
 }
 
 
-def object_schema(description: str, properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+def object_schema(
+    description: str, properties: dict[str, Any], required: list[str] | None = None
+) -> dict[str, Any]:
     """The structural schema of a whole object: apiVersion, kind, metadata plus `properties`."""
     schema: dict[str, Any] = {
         "type": "object",
@@ -85,7 +87,10 @@ def object_schema(description: str, properties: dict[str, Any], required: list[s
                 "type": "string",
                 "description": "APIVersion defines the versioned schema of this representation of an object.",
             },
-            "kind": {"type": "string", "description": "Kind is a string value representing the REST resource."},
+            "kind": {
+                "type": "string",
+                "description": "Kind is a string value representing the REST resource.",
+            },
             "metadata": copy.deepcopy(OBJECT_META),
             **copy.deepcopy(properties),
         },

@@ -73,7 +73,9 @@ class Codec:
             raise DecodeError("stored object is not a JSON object")
         version = self.version_of(str(data.get("apiVersion", "")))
         if version is None or data.get("kind") != self.kind.kind:
-            raise DecodeError(f"stored object has apiVersion {data.get('apiVersion')!r}, kind {data.get('kind')!r}")
+            raise DecodeError(
+                f"stored object has apiVersion {data.get('apiVersion')!r}, kind {data.get('kind')!r}"
+            )
         schema = self.kind.versions[version].schema
         prune(data, schema)
         apply_defaults(data, schema)

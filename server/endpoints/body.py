@@ -91,7 +91,7 @@ def decode(raw: bytes, media: str, *, track_duplicates: bool = False) -> tuple[A
         raise errors.bad_request("the body of the request is empty")
     try:
         if media == YAML_TYPE:
-            value = yaml.load(raw, Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+            value = yaml.load(raw, Loader=_StrictLoader)
         elif track_duplicates:
             value = json.loads(raw, object_pairs_hook=_pairs)
         else:

@@ -22,7 +22,9 @@ async def store(request: pytest.FixtureRequest, tmp_path) -> AsyncIterator[Inter
 
         etcd = request.getfixturevalue("etcd_server")
         # A fresh prefix per test keeps tests independent on one shared etcd.
-        backend = await open_etcd(EtcdConfig(servers=[etcd.client_url], prefix=f"{PREFIX}/{request.node.name}"))
+        backend = await open_etcd(
+            EtcdConfig(servers=[etcd.client_url], prefix=f"{PREFIX}/{request.node.name}")
+        )
     try:
         yield backend
     finally:
