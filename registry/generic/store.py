@@ -14,10 +14,13 @@ from typing import Any
 
 from apis.meta import errors
 from apis.meta.errors import GroupKind, GroupResource, StatusError
+from apis.meta.field import invalid
 from apis.meta.validation import validate_object_meta, validate_object_meta_update
 from apis.runtime.codec import Codec
 from registry.generic import metadata, paging
+from registry.generic.deletion import finalizers_for, mark_as_deleting, should_delete_during_update
 from registry.generic.keys import list_prefix, object_key
+from registry.generic.managed_fields import FieldManager, update_managed_fields
 from registry.generic.options import DeleteOptions, ListOptions, ObjectList, WatchEvent, WatchOptions
 from registry.generic.storage_errors import interpret, parse_resource_version
 from registry.generic.strategy import Strategy
@@ -42,6 +45,8 @@ class Store:
     codec: Codec
     strategy: Strategy
     storage: st.Interface
+    # generateName → name (kube: the strategy's names.NameGenerator); replaceable to make collisions testable.
+    name_generator: Callable[[str], str] = metadata.generate_name
 
     @property
     def resource(self) -> GroupResource:
@@ -65,9 +70,11 @@ class Store:
 
     async def get(self, namespace: str, name: str, *, resource_version: str = "") -> Any:
         # Any resourceVersion ("0" = any, N = not older than N) is served by the newest state, as kube
-        # does when it reads through to storage; it still has to be a valid one.
-        parse_resource_version(resource_version)
+        # does when it reads through to storage; it still has to be a valid one, and not from the future.
+        rv = parse_resource_version(resource_version)
         try:
+            if rv and (current := await self.storage.current_revision()) < rv:
+                raise st.FutureRevision(rv, current)
             kv = await self.storage.get(self.key(namespace, name))
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
@@ -107,13 +114,24 @@ class Store:
             raise errors.invalid(self.group_kind, obj.metadata.get("name") or "", errs)
         self.strategy.canonicalize(obj)
 
-    async def create(self, obj: Any, *, validate: ValidateObject = _allow, dry_run: bool = False) -> Any:
-        """Create `obj` (a hub object already through mutating admission)."""
+    async def create(
+        self,
+        obj: Any,
+        *,
+        validate: ValidateObject = _allow,
+        dry_run: bool = False,
+        manager: FieldManager | None = None,
+    ) -> Any:
+        """Create `obj` (a hub object already through mutating admission).
+
+        With a `manager`, metadata.managedFields records the fields it set (untracked otherwise).
+        """
         generated = not obj.metadata.get("name") and bool(obj.metadata.get("generateName"))
         self._prepare_create(obj)
+        self._track(None, obj, manager)
         for attempt in range(GENERATE_NAME_ATTEMPTS):
             if generated:
-                obj.metadata["name"] = metadata.generate_name(obj.metadata["generateName"])
+                obj.metadata["name"] = self.name_generator(obj.metadata["generateName"])
             self._validate_create(obj)
             await validate(obj, None)
             name = obj.metadata["name"]
@@ -126,18 +144,46 @@ class Store:
             except st.AlreadyExists as e:
                 if generated and attempt + 1 < GENERATE_NAME_ATTEMPTS:
                     continue
-                raise interpret(e, self.resource, name) from e
+                raise await self._create_conflict(key, obj) from e
             except st.StorageError as e:
                 raise interpret(e, self.resource, name) from e
             return self._with_rv(obj, kv.mod_revision)
         raise AssertionError("unreachable")
 
     async def _require_absent(self, key: str, name: str) -> None:
+        """A dry-run create collides like a real one (kube's DryRunnableStorage.Create: KeyExists)."""
         try:
             await self.storage.get(key)
         except st.NotFound:
             return
-        raise errors.already_exists(self.resource, name)
+        raise st.AlreadyExists(key)
+
+    async def _create_conflict(self, key: str, obj: Any) -> StatusError:
+        """kube's create errors: a generated name that collides is the server's failure
+        (rest.CheckGeneratedNameError), and a name held by an object still being deleted says so."""
+        name = obj.metadata.get("name", "")
+        if obj.metadata.get("generateName"):
+            error = errors.StatusError(
+                409,
+                "AlreadyExists",
+                f'{self.resource} "{name}" already exists, the server was not able to generate a unique name '
+                "for the object",
+                {
+                    "name": name,
+                    "group": self.resource.group,
+                    "kind": self.resource.resource,
+                    "retryAfterSeconds": 1,
+                },
+            )
+        else:
+            error = errors.already_exists(self.resource, name)
+        try:
+            existing = self._decode(await self.storage.get(key))
+        except st.StorageError:
+            return error
+        if existing.metadata.get("deletionTimestamp"):
+            error.message = f"object is being deleted: {error.message}"
+        return error
 
     # --- update ----------------------------------------------------------------------------------
 
@@ -152,6 +198,7 @@ class Store:
         force_allow_create: bool = False,
         dry_run: bool = False,
         strategy: Strategy | None = None,
+        manager: FieldManager | None = None,
     ) -> tuple[Any, bool]:
         """Replace or patch one object; returns (object, created)."""
         strategy = strategy or self.strategy
@@ -167,6 +214,7 @@ class Store:
                 obj = await updated(None)
                 self._check_identity(obj, namespace, name)
                 self._prepare_create(obj)
+                self._track(None, obj, manager)
                 self._validate_create(obj)
                 await validate_create(obj, None)
                 created = True
@@ -177,6 +225,7 @@ class Store:
             obj.metadata["generation"] = old.metadata.get("generation")
             metadata.keep_for_update(obj.metadata, old.metadata)
             strategy.prepare_for_update(obj, old)
+            self._track(old, obj, manager)
             errs = validate_object_meta_update(obj.metadata, old.metadata)
             errs += validate_object_meta(obj.metadata, namespaced=self.strategy.namespaced)
             errs += strategy.validate_update(obj, old)
@@ -184,6 +233,8 @@ class Store:
                 raise errors.invalid(self.group_kind, name, errs)
             strategy.canonicalize(obj)
             await validate_update(obj, old)
+            if should_delete_during_update(obj.metadata, old.metadata):
+                raise _EmptiedFinalizers(obj)
             created = False
             return self.codec.encode(obj)
 
@@ -194,12 +245,16 @@ class Store:
                 result = self.codec.decode(new_bytes, kv.mod_revision if kv else 0)
                 return result, created
             kv = await self.storage.guaranteed_update(key, attempt, ignore_not_found=True)
+        except _EmptiedFinalizers as emptied:
+            return await self._finish_deletion(key, emptied.obj, dry_run=dry_run), False
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
-        obj = self._decode(kv)
-        if _should_delete_during_update(obj):
-            return await self._finish_deletion(key, obj), created
-        return obj, created
+        return self._decode(kv), created
+
+    def _track(self, live: Any | None, obj: Any, manager: FieldManager | None) -> None:
+        """After the strategy prepared `obj`, so ownership follows what is actually stored."""
+        if manager is not None:
+            update_managed_fields(self.codec, live, obj, manager)
 
     async def _get_or_none(self, key: str) -> st.KeyValue | None:
         try:
@@ -223,16 +278,18 @@ class Store:
             raise errors.conflict(
                 self.resource,
                 obj.metadata.get("name", ""),
-                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {old.metadata.get('uid')}",
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {old.metadata.get('uid')}",
             )
         rv = obj.metadata.get("resourceVersion")
         if not rv:
             if strategy.allow_unconditional_update:
+                # kube's doUnconditionalUpdate: the update applies to the stored object's version.
+                obj.metadata["resourceVersion"] = old.metadata.get("resourceVersion")
                 return
-            from apis.meta.field import invalid
-
+            # kube names the resource here, not the kind (store.go: qualifiedKind from the resource).
             raise errors.invalid(
-                self.group_kind,
+                GroupKind(self.codec.group, self.codec.kind.resource),
                 obj.metadata.get("name", ""),
                 [invalid("metadata.resourceVersion", 0, "must be specified for an update")],
             )
@@ -249,7 +306,13 @@ class Store:
         *,
         validate: ValidateObject = _allow,
     ) -> tuple[Any, bool]:
-        """Delete one object; returns (object, deleted_now). Finalizers turn it into a graceful delete."""
+        """Delete one object; returns (object, deleted_now).
+
+        kube's Store.Delete for a kind without graceful deletion (custom resources, the sample
+        apiserver): when finalizers remain — the object's own or the garbage collector's that the
+        propagation policy asks for — the delete is an update that marks the object as deleting;
+        otherwise the object goes at once.
+        """
         key = self.key(namespace, name)
         try:
             kv = await self.storage.get(key)
@@ -257,74 +320,114 @@ class Store:
             raise interpret(e, self.resource, name) from e
         current = self._decode(kv)
         self._check_delete_preconditions(current, options)
-        await validate(current, current)
-        finalizers = _finalizers_for(current, options)
-        if finalizers or current.metadata.get("deletionTimestamp"):
-            return await self._mark_deleting(key, name, current, finalizers, options), False
-        if options.dry_run:
-            return current, True
-        return await self._delete_now(key, name, options), True
+        changed, _ = finalizers_for(current.metadata, options)
+        if current.metadata.get("finalizers") or changed:
+            marked = await self._mark_deleting(key, name, options, validate)
+            if marked is not None:
+                return marked, False
+        return await self._delete_now(key, name, options, validate), True
 
     def _check_delete_preconditions(self, obj: Any, options: DeleteOptions) -> None:
-        if options.uid and options.uid != obj.metadata.get("uid"):
+        """kube's rest.BeforeDelete: fail early, in its words, naming the *kind* where the resource goes."""
+        by_kind = GroupResource(self.codec.group, self.codec.kind.kind)
+        name, uid, rv = (obj.metadata.get(f, "") for f in ("name", "uid", "resourceVersion"))
+        if options.uid is not None and options.uid != uid:
             raise errors.conflict(
-                self.resource,
-                obj.metadata.get("name", ""),
-                f"Precondition failed: UID in precondition: {options.uid}, "
-                f"UID in object meta: {obj.metadata.get('uid')}",
+                by_kind,
+                name,
+                f"the UID in the precondition ({options.uid}) does not match the UID in record ({uid}). "
+                "The object might have been deleted and then recreated",
             )
-        if options.resource_version and options.resource_version != obj.metadata.get("resourceVersion"):
+        if options.resource_version is not None and options.resource_version != rv:
             raise errors.conflict(
-                self.resource,
-                obj.metadata.get("name", ""),
-                f"Precondition failed: ResourceVersion in precondition: {options.resource_version}, "
-                f"ResourceVersion in object meta: {obj.metadata.get('resourceVersion')}",
+                by_kind,
+                name,
+                f"the ResourceVersion in the precondition ({options.resource_version}) does not match the "
+                f"ResourceVersion in record ({rv}). The object might have been modified",
             )
 
-    async def _delete_now(self, key: str, name: str, options: DeleteOptions) -> Any:
+    def _check_storage_preconditions(self, obj: Any, options: DeleteOptions) -> None:
+        """storage.Preconditions.Check: the same preconditions, re-checked against what a retry reads."""
+        name, uid, rv = (obj.metadata.get(f, "") for f in ("name", "uid", "resourceVersion"))
+        if options.uid is not None and options.uid != uid:
+            raise errors.conflict(
+                self.resource,
+                name,
+                f"Precondition failed: UID in precondition: {options.uid}, UID in object meta: {uid}",
+            )
+        if options.resource_version is not None and options.resource_version != rv:
+            raise errors.conflict(
+                self.resource,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: {options.resource_version}, "
+                f"ResourceVersion in object meta: {rv}",
+            )
+
+    async def _delete_now(self, key: str, name: str, options: DeleteOptions, validate: ValidateObject) -> Any:
+        """Preconditions and admission run against the state actually deleted; dry-run stops there."""
+
         async def check(kv: st.KeyValue) -> None:
-            self._check_delete_preconditions(self._decode(kv), options)
+            obj = self._decode(kv)
+            self._check_storage_preconditions(obj, options)
+            await validate(obj, obj)
 
         try:
-            kv = await self.storage.delete(key, check=check)
+            if options.dry_run:
+                kv = await self.storage.get(key)
+                await check(kv)
+            else:
+                kv = await self.storage.delete(key, check=check)
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
         return self._decode(kv)
 
     async def _mark_deleting(
-        self, key: str, name: str, current: Any, finalizers: list[str], options: DeleteOptions
-    ) -> Any:
-        """Graceful deletion: set deletionTimestamp (once) and the propagation finalizer, keep the object."""
+        self, key: str, name: str, options: DeleteOptions, validate: ValidateObject
+    ) -> Any | None:
+        """kube's updateForGracefulDeletionAndFinalizers: set the propagation finalizers, then
+        deletionTimestamp/deletionGracePeriodSeconds 0 while any finalizer remains. None means none
+        remains (e.g. Background dropped the only "orphan"): the caller deletes at once."""
 
         async def mark(kv: st.KeyValue | None) -> bytes:
             assert kv is not None
             obj = self._decode(kv)
+            self._check_storage_preconditions(obj, options)
+            await validate(obj, obj)
             self._check_delete_preconditions(obj, options)
-            if not obj.metadata.get("deletionTimestamp"):
-                obj.metadata["deletionTimestamp"] = metadata.now_rfc3339()
-                obj.metadata["deletionGracePeriodSeconds"] = 0
-            obj.metadata["finalizers"] = _finalizers_for(obj, options)
+            changed, finalizers = finalizers_for(obj.metadata, options)
+            if changed:
+                obj.metadata["finalizers"] = finalizers
+            if not obj.metadata.get("finalizers"):
+                raise _DeleteNow
+            mark_as_deleting(obj.metadata)
             return self.codec.encode(obj)
 
-        if options.dry_run:
-            return self.codec.decode(await mark(await self.storage.get(key)), int(current.metadata["resourceVersion"]))
         try:
+            if options.dry_run:
+                kv = await self.storage.get(key)
+                return self.codec.decode(await mark(kv), kv.mod_revision)
             kv = await self.storage.guaranteed_update(key, mark)
+        except _DeleteNow:
+            return None
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
         return self._decode(kv)
 
-    async def _finish_deletion(self, key: str, obj: Any) -> Any:
-        """The update that removed the last finalizer of a deleting object deletes it (kube does the same)."""
-        rv = obj.metadata.get("resourceVersion")
+    async def _finish_deletion(self, key: str, obj: Any, *, dry_run: bool = False) -> Any:
+        """kube's deleteWithoutFinalizers: the update that empties the finalizers of a deleting object
+        is not written; the stored object is deleted instead (watchers see one DELETED carrying the last
+        stored state) and the caller gets the updated object. Only the uid guards the delete, and a
+        concurrent delete that got there first is fine."""
+        uid = obj.metadata.get("uid")
 
-        async def unchanged(kv: st.KeyValue) -> None:
-            if str(kv.mod_revision) != rv:
-                raise st.Conflict(key)
+        async def same_object(kv: st.KeyValue) -> None:
+            self._check_storage_preconditions(self._decode(kv), DeleteOptions(uid=uid))
 
+        if dry_run:
+            return obj
         try:
-            await self.storage.delete(key, check=unchanged)
-        except (st.NotFound, st.Conflict):
+            await self.storage.delete(key, check=same_object)
+        except st.NotFound:
             pass
         except st.StorageError as e:
             raise interpret(e, self.resource, obj.metadata.get("name", "")) from e
@@ -338,36 +441,31 @@ class Store:
         *,
         validate: ValidateObject = _allow,
     ) -> ObjectList:
+        """kube's DeleteCollection: list (a single page when the caller set a limit), delete every item
+        on its own (items already gone are skipped) and answer with the list as it was read."""
         listed = await self.list(namespace, list_options)
-        deleted = []
         for item in listed.items:
             try:
-                obj, _ = await self.delete(
-                    item.metadata.get("namespace", ""), item.metadata["name"], delete_options, validate=validate
+                await self.delete(
+                    item.metadata.get("namespace", ""),
+                    item.metadata["name"],
+                    delete_options,
+                    validate=validate,
                 )
             except StatusError as e:
-                if e.code == 404:
-                    continue
-                raise
-            deleted.append(obj)
-        return ObjectList(items=deleted, resource_version=listed.resource_version)
+                if e.code != 404:
+                    raise
+        return listed
 
 
-def _finalizers_for(obj: Any, options: DeleteOptions) -> list[str]:
-    """The object's finalizers plus the one its propagation policy asks the garbage collector for."""
-    finalizers = [f for f in obj.metadata.get("finalizers") or [] if f not in ("orphan", "foregroundDeletion")]
-    kept = [f for f in obj.metadata.get("finalizers") or [] if f in ("orphan", "foregroundDeletion")]
-    policy = options.propagation_policy
-    if policy is None and options.orphan_dependents is not None:
-        policy = "Orphan" if options.orphan_dependents else "Background"
-    if policy == "Orphan":
-        kept = ["orphan"]
-    elif policy == "Foreground":
-        kept = ["foregroundDeletion"]
-    elif policy == "Background":
-        kept = []
-    return finalizers + kept
+class _DeleteNow(Exception):
+    """Raised inside the marking update when no finalizer remains: abort it and delete instead."""
 
 
-def _should_delete_during_update(obj: Any) -> bool:
-    return bool(obj.metadata.get("deletionTimestamp")) and not obj.metadata.get("finalizers")
+class _EmptiedFinalizers(Exception):
+    """Raised inside an update that removes the last finalizer of a deleting object (kube's
+    errEmptiedFinalizers): the update is not written, the object is deleted."""
+
+    def __init__(self, obj: Any) -> None:
+        super().__init__("emptied finalizers")
+        self.obj = obj

@@ -4,6 +4,9 @@ Each write decodes the body in its own version (pruning + defaults), runs mutati
 re-applies defaults, then hands the hub object to the Store, which prepares, validates, runs
 validating admission and persists. Patches are applied to the current object in the URL's version,
 inside the Store's retry loop, so a concurrent write never loses a patch.
+
+Every write names a field manager (the `fieldManager` parameter, else the User-Agent's product, as
+kube's managerOrUserAgent does); the Store records what it changed in metadata.managedFields.
 """
 
 from __future__ import annotations
@@ -15,15 +18,20 @@ import orjson
 from aiohttp import web
 
 from apis.meta import errors
+from apis.meta.errors import GroupKind
+from apis.meta.field import FieldError, Path, forbidden
 from apis.meta.user import ANONYMOUS
+from apis.meta.validation import validate_field_manager
+from apis.schema.strategic_merge import go_format
 from registry.generic.admission import Attributes, Operation
+from registry.generic.managed_fields import FieldManager, manager_from_user_agent
 from server.endpoints import body as bodies
 from server.endpoints.decode import decode_object, warning_header
 from server.endpoints.negotiation import JSON, YAML, Output, body_media_type, negotiate_output
-from server.endpoints.patch import json_patch, merge_patch
+from server.endpoints.patch import json_patch, merge_patch, strategic_merge, strategic_patch_document
 from server.endpoints.query import dry_run, field_validation
 from server.endpoints.render import render_object
-from server.endpoints.scope import JSON_PATCH, MERGE_PATCH, ResourceScope
+from server.endpoints.scope import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ResourceScope
 from server.request_info import RequestInfo
 from server.responses import object_response
 
@@ -66,6 +74,21 @@ def _validator(scope: ResourceScope, request: web.Request, info: RequestInfo, *,
     return validate
 
 
+def _field_manager(
+    request: web.Request, scope: ResourceScope, info: RequestInfo, options_kind: str
+) -> FieldManager:
+    """ValidateFieldManager on the parameter (422 on *Options, like kube), then kube's default."""
+    name = request.query.get("fieldManager", "")
+    errs: list[FieldError] = []
+    if options_kind == "PatchOptions" and "force" in request.query:
+        errs.append(forbidden("force", "may not be specified for non-apply patch"))
+    errs += validate_field_manager(name, Path("fieldManager"))
+    if errs:
+        raise errors.invalid(GroupKind("meta.k8s.io", options_kind), "", errs)
+    name = name or manager_from_user_agent(request.headers.get("User-Agent", ""))
+    return FieldManager(name, scope.version, info.subresource)
+
+
 def _output(request: web.Request) -> Output:
     """kube negotiates the response type before anything else: a 406 must never follow a write."""
     return negotiate_output(request.headers.get("Accept"), allow_transforms=())
@@ -84,18 +107,21 @@ def _respond(
 
 async def create_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
     output = _output(request)
+    manager = _field_manager(request, scope, info, "CreateOptions")
     dry = dry_run(request.query, "CreateOptions")
     validation = field_validation(request.query, "CreateOptions")
     obj, warnings = await _read_object(request, scope, validation)
     _set_namespace(scope, obj, info)
     user = request.get("user", ANONYMOUS)
     obj = await _admit(scope, scope.attributes(info, user, Operation.CREATE, obj, None, dry_run=dry))
-    created = await scope.store.create(obj, validate=_validator(scope, request, info, dry=dry), dry_run=dry)
+    validate = _validator(scope, request, info, dry=dry)
+    created = await scope.store.create(obj, validate=validate, dry_run=dry, manager=manager)
     return _respond(output, scope, created, 201, warnings)
 
 
 async def update_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
     output = _output(request)
+    manager = _field_manager(request, scope, info, "UpdateOptions")
     dry = dry_run(request.query, "UpdateOptions")
     validation = field_validation(request.query, "UpdateOptions")
     obj, warnings = await _read_object(request, scope, validation)
@@ -115,6 +141,7 @@ async def update_object(request: web.Request, scope: ResourceScope, info: Reques
         validate_update=_validator(scope, request, info, dry=dry),
         dry_run=dry,
         strategy=scope.subresources.get(info.subresource),
+        manager=manager,
     )
     return _respond(output, scope, result, 201 if created else 200, warnings)
 
@@ -124,6 +151,7 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
     if patch_type not in scope.patch_types:
         raise errors.unsupported_media_type(", ".join(scope.patch_types))
     output = _output(request)
+    manager = _field_manager(request, scope, info, "PatchOptions")
     dry = dry_run(request.query, "PatchOptions")
     validation = field_validation(request.query, "PatchOptions")
     raw = await bodies.read_body(request)
@@ -131,6 +159,8 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
     document = bodies.plain(document)
     if patch_type == MERGE_PATCH and not isinstance(document, dict):
         raise errors.bad_request("the body of a merge patch must be a JSON object")
+    if patch_type == STRATEGIC_MERGE_PATCH:
+        document = strategic_patch_document(document)
     user = request.get("user", ANONYMOUS)
     warnings: list[str] = []
 
@@ -139,12 +169,18 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
         if old is None:
             raise errors.not_found(scope.resource, info.name)
         current = scope.codec.to_version(old, scope.version)
-        patched = (
-            json_patch(current, document) if patch_type == JSON_PATCH else merge_patch(current, document)
-        )
-        dups = duplicates if patch_type == MERGE_PATCH else []
+        dups = duplicates if patch_type != JSON_PATCH else []
+        if patch_type == STRATEGIC_MERGE_PATCH:
+            patched = strategic_merge(current, document, scope.kind.versions[scope.version].schema)
+            # kube's applyPatchToObject names the patch (not the patched object) in a decoding error.
+            cause = go_format(document)
+        else:
+            patched = (
+                json_patch(current, document) if patch_type == JSON_PATCH else merge_patch(current, document)
+            )
+            cause = orjson.dumps(patched).decode()
         obj, warnings = decode_object(
-            scope, patched, field_validation=validation, duplicates=dups, patch=orjson.dumps(patched).decode()
+            scope, patched, field_validation=validation, duplicates=dups, patch=cause
         )
         _set_namespace(scope, obj, info)  # kube's rest.BeforeUpdate applies to patches too
         return await _admit(scope, scope.attributes(info, user, Operation.UPDATE, obj, old, dry_run=dry))
@@ -156,5 +192,6 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
         validate_update=_validator(scope, request, info, dry=dry),
         dry_run=dry,
         strategy=scope.subresources.get(info.subresource),
+        manager=manager,
     )
     return _respond(output, scope, result, 200, warnings)

@@ -63,7 +63,7 @@ async def test_topping_lifecycle(any_api, version: str) -> None:
     assert r.status == 422
     assert r.body["reason"] == "Invalid"
     assert r.body["message"] == (
-        f'Topping.{GROUP} "salami" is invalid: metadata.resourceVersion: Invalid value: 0: '
+        f'toppings.{GROUP} "salami" is invalid: metadata.resourceVersion: Invalid value: 0: '
         "must be specified for an update"
     )
     assert r.body["details"]["causes"] == [
@@ -180,7 +180,6 @@ async def test_pizza_crud_across_namespaces(any_api, version: str) -> None:
 @pytest.mark.parametrize(
     "content_type",
     [
-        "application/strategic-merge-patch+json",
         "application/apply-patch+yaml",
         "application/json",
         "text/plain",

@@ -169,6 +169,8 @@ async def test_objects_are_stored_as_v1beta1_json_under_kube_key_layout(etcd_ser
                 "uid": pizza["metadata"]["uid"],
                 "creationTimestamp": pizza["metadata"]["creationTimestamp"],
                 "generation": pizza["metadata"]["generation"],
+                # Stored as answered: who set which fields is part of the object.
+                "managedFields": pizza["metadata"]["managedFields"],
             },
             "spec": {"toppings": [{"name": "tomato", "quantity": 1}, {"name": "mozzarella", "quantity": 2}]},
             "status": {},

@@ -7,7 +7,11 @@ from urllib.parse import parse_qs, urlsplit
 
 GROUP = "restaurant.programming-kubernetes.info"
 PREFIX = "info.programming-kubernetes.restaurant"
-PATCH_TYPES = {"application/json-patch+json", "application/merge-patch+json"}
+PATCH_TYPES = {
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+}
 
 
 def _param_names(doc: dict, operation: dict, path_item: dict) -> set[str]:
@@ -60,7 +64,7 @@ async def test_openapi_v2_operations(api) -> None:
         item = doc["paths"][path]
         patch = item["patch"]
         assert set(patch["consumes"]) == PATCH_TYPES, path
-        assert len(patch["consumes"]) == 2
+        assert len(patch["consumes"]) == 3
         assert "fieldValidation" in _param_names(doc, patch, item), path
         assert {"fieldValidation", "dryRun"} <= _param_names(doc, item["put"], item), path
     for v in ("v1alpha1", "v1beta1"):
