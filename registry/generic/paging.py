@@ -74,11 +74,10 @@ async def list_objects(store: Store, prefix: str, options: ListOptions) -> Objec
     name = single_name(predicate.fields) if predicate.fields is not None else None
     # A namespaced resource listed across namespaces has no single key for a name: scan instead.
     all_namespaces = store.strategy.namespaced and prefix.count("/") == 2
-    if name is not None and not options.continue_token and not all_namespaces:
-        return await _list_single(store, prefix, name, options)
-
     start, revision = await _start(store, prefix, options)
     try:
+        if name is not None and not options.continue_token and not all_namespaces:
+            return await _list_single(store, prefix, name, options, revision)
         return await _read_pages(store, prefix, options, start, revision)
     except st.TooOldResourceVersion:
         if options.continue_token:
@@ -113,15 +112,17 @@ async def _read_pages(
         read = min(read * 2, MAX_READ)
 
 
-async def _list_single(store: Store, prefix: str, name: str, options: ListOptions) -> ObjectList:
-    """fieldSelector=metadata.name=<x> (what `kubectl delete --wait` sends) is a key read, as in kube."""
+async def _list_single(
+    store: Store, prefix: str, name: str, options: ListOptions, revision: int
+) -> ObjectList:
+    """fieldSelector=metadata.name=<x> (what `kubectl delete --wait` sends) reads one key, as kube's
+    GetToList does: one storage read, so the list's resourceVersion is the revision the object was
+    read at and a watch from it misses nothing."""
+    key = prefix + name
+    page = await store.storage.list(prefix, revision=revision, start_key=key, limit=1)
     items = []
-    try:
-        kv = await store.storage.get(prefix + name)
-    except st.NotFound:
-        pass
-    else:
-        obj = store._decode(kv)
+    if page.items and page.items[0].key == key:
+        obj = store._decode(page.items[0])
         if store.matches(obj, options):
             items.append(obj)
-    return ObjectList(items, str(await store.storage.current_revision()))
+    return ObjectList(items, str(page.revision))

@@ -24,7 +24,7 @@ def interpret(err: st.StorageError, gr: GroupResource, name: str) -> StatusError
 
 
 def parse_resource_version(value: str | None) -> int:
-    """"" → 0; kube answers 400 for anything that is not an unsigned integer."""
+    """ "" → 0; kube answers 400 for anything that is not an unsigned integer."""
     if not value:
         return 0
     try:

@@ -42,7 +42,8 @@ def check_type(scope: ResourceScope, data: Any) -> str:
     version = scope.codec.version_of(str(api_version))
     if version is None:
         raise errors.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API version ({scope.api_version})"
+            f"the API version in the data ({api_version}) does not match "
+            f"the expected API version ({scope.api_version})"
         )
     if kind != scope.kind.kind:
         name = (data.get("metadata") or {}).get("name", "") if isinstance(data.get("metadata"), dict) else ""

@@ -11,7 +11,7 @@ from typing import Any
 
 from apis.meta import errors
 from apis.meta.errors import GroupKind
-from apis.meta.field import FieldError, forbidden, not_supported
+from apis.meta.field import FieldError, forbidden, invalid, not_supported
 from apis.meta.fields import parse_field_selector
 from apis.meta.labels import SelectorError, parse_label_selector
 from registry.generic.options import DeleteOptions, ListOptions, Predicate, WatchOptions
@@ -72,23 +72,24 @@ def list_options(query: Mapping[str, str], allowed_fields: Iterable[str]) -> Lis
     match = query.get("resourceVersionMatch", "")
     token = query.get("continue", "")
     errs: list[FieldError] = []
+    # Every problem is reported, in the order of kube's ValidateListOptions.
     if match:
-        if match not in ("Exact", "NotOlderThan"):
-            errs.append(not_supported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""]))
-        elif not rv:
+        if not rv:
             errs.append(
                 forbidden(
                     "resourceVersionMatch",
                     "resourceVersionMatch is forbidden unless resourceVersion is provided",
                 )
             )
-        elif token:
+        if token:
             errs.append(
                 forbidden(
                     "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"
                 )
             )
-        elif match == "Exact" and rv == "0":
+        if match not in ("Exact", "NotOlderThan"):
+            errs.append(not_supported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""]))
+        if match == "Exact" and rv == "0":
             errs.append(
                 forbidden(
                     "resourceVersionMatch",
@@ -117,6 +118,7 @@ def watch_options(query: Mapping[str, str], allowed_fields: Iterable[str]) -> tu
     send_initial = _bool(query, "sendInitialEvents")
     bookmarks = bool(_bool(query, "allowWatchBookmarks"))
     errs: list[FieldError] = []
+    # kube's validateWatchOptions, every problem in its order.
     if send_initial is not None:
         if match != "NotOlderThan":
             errs.append(
@@ -131,13 +133,22 @@ def watch_options(query: Mapping[str, str], allowed_fields: Iterable[str]) -> tu
                     "allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true"
                 )
             )
-    elif match:
-        errs.append(
-            forbidden(
-                "resourceVersionMatch",
-                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+    if match:
+        if send_initial is None:
+            errs.append(
+                forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                )
             )
-        )
+        if match != "NotOlderThan":
+            errs.append(not_supported("resourceVersionMatch", match, ["NotOlderThan"]))
+        if query.get("continue"):
+            errs.append(
+                forbidden(
+                    "resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"
+                )
+            )
     if errs:
         raise _invalid_options("ListOptions", errs)
     options = WatchOptions(
@@ -166,28 +177,53 @@ def field_validation(query: Mapping[str, str], kind: str) -> str:
     return value
 
 
-def delete_options(query: Mapping[str, str], body: dict[str, Any] | None) -> DeleteOptions:
-    """DeleteOptions from the body (kubectl sends one) overlaid by query parameters."""
-    body = body or {}
-    if body.get("kind") not in (None, "DeleteOptions"):
+def delete_options(
+    query: Mapping[str, str], body: dict[str, Any] | None, *, query_overrides_body: bool = False
+) -> DeleteOptions:
+    """DeleteOptions as kube's handlers decode them, validated like ValidateDeleteOptions (422).
+
+    A single DELETE reads the body when there is one and the query only when there is not; a
+    deletecollection reads the body and lets query parameters override it (handlers/delete.go).
+    """
+    if body is not None and body.get("kind") not in (None, "DeleteOptions"):
         raise errors.bad_request(f"expected DeleteOptions in the body, got kind {body.get('kind')!r}")
-    preconditions = body.get("preconditions") or {}
+    from_body = body or {}
+    if body is not None and not query_overrides_body:
+        query = {}
+    preconditions = from_body.get("preconditions") or {}
     grace = _int(query, "gracePeriodSeconds")
     orphan = _bool(query, "orphanDependents")
-    policy = query.get("propagationPolicy") or body.get("propagationPolicy")
-    if policy not in (None, "Orphan", "Background", "Foreground"):
-        raise _invalid_options(
-            "DeleteOptions",
-            [not_supported("propagationPolicy", policy, ["Foreground", "Background", "Orphan", "nil"])],
+    policy = query.get("propagationPolicy") or from_body.get("propagationPolicy")
+    orphan = orphan if orphan is not None else from_body.get("orphanDependents")
+    body_dry_run = from_body.get("dryRun") or []
+    if not isinstance(body_dry_run, list) or not isinstance(preconditions, dict):
+        field, go_type = (
+            ("dryRun", "[]string")
+            if not isinstance(body_dry_run, list)
+            else ("preconditions", "Preconditions")
         )
-    body_dry_run = body.get("dryRun") or []
+        raise errors.bad_request(f"json: cannot decode DeleteOptions.{field}: want {go_type}")
+    dry_values = [v for k, v in _items(query) if k == "dryRun"] or [str(v) for v in body_dry_run]
+    errs: list[FieldError] = []
+    if orphan is not None and policy is not None:
+        errs.append(
+            invalid(
+                "propagationPolicy", policy, "orphanDependents and deletionPropagation cannot be both set"
+            )
+        )
+    if policy is not None and policy not in ("Orphan", "Background", "Foreground"):
+        errs.append(not_supported("propagationPolicy", policy, ["Foreground", "Background", "Orphan", "nil"]))
+    if any(v != "All" for v in dry_values):
+        errs.append(not_supported("dryRun", [v for v in dry_values if v != "All"], ["All"]))
+    if errs:
+        raise _invalid_options("DeleteOptions", errs)
     return DeleteOptions(
         uid=preconditions.get("uid"),
         resource_version=preconditions.get("resourceVersion"),
-        grace_period_seconds=grace if grace is not None else body.get("gracePeriodSeconds"),
+        grace_period_seconds=grace if grace is not None else from_body.get("gracePeriodSeconds"),
         propagation_policy=policy,
-        orphan_dependents=orphan if orphan is not None else body.get("orphanDependents"),
-        dry_run=dry_run(query, "DeleteOptions") or body_dry_run == ["All"],
+        orphan_dependents=orphan,
+        dry_run=bool(dry_values),
     )
 
 

@@ -127,7 +127,9 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
         named = f"metadata.name={escape_value(info.path_name)}"
         query["fieldSelector"] = ",".join(filter(None, [query.get("fieldSelector", ""), named]))
     options, requested_timeout = watch_options(query, scope.selectable_fields())
-    parse_resource_version(options.resource_version)  # a malformed one is a 400 before streaming
+    # A malformed resourceVersion is a 400 before streaming; everything after (too old, a revision
+    # the store has not reached) is one ERROR event in an open stream, as kube's cacher answers.
+    parse_resource_version(options.resource_version)
     encoder = _Encoder(scope, output, include_object(request.query, output))
     timeout = watch_timeout(requested_timeout, request.config_dict.get("min_request_timeout", 1800.0))
 
