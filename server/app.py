@@ -20,6 +20,7 @@ from server.filters import build_chain
 from server.filters.audit import audit_response_prepare
 from server.health import HealthCheck, HealthChecks
 from server.metrics import Metrics
+from server.request_state import MIN_REQUEST_TIMEOUT
 from server.version import version_handler, version_info
 
 
@@ -44,7 +45,7 @@ def build_app(config: Config) -> web.Application:
         ),
         client_max_size=4 * 1024 * 1024,
     )
-    app["min_request_timeout"] = float(config.options.min_request_timeout)
+    app[MIN_REQUEST_TIMEOUT] = float(config.options.min_request_timeout)
     # Streamed (watch) responses get their Audit-ID header and ResponseStarted event when they start.
     app.on_response_prepare.append(audit_response_prepare)
     # Open watches end cleanly as soon as shutdown begins, instead of being cut after a timeout.

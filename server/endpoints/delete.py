@@ -15,6 +15,7 @@ from server.endpoints.query import delete_options, list_options
 from server.endpoints.render import render_list, render_object
 from server.endpoints.scope import ResourceScope
 from server.request_info import RequestInfo
+from server.request_state import USER
 from server.responses import object_response
 
 
@@ -27,7 +28,7 @@ async def _options_body(request: web.Request) -> dict[str, Any] | None:
 
 
 def _validator(scope: ResourceScope, request: web.Request, info: RequestInfo, dry: bool):
-    user = request.get("user", ANONYMOUS)
+    user = request.get(USER, ANONYMOUS)
 
     async def validate(obj: Any, old: Any | None) -> None:
         attrs = scope.attributes(info, user, Operation.DELETE, None, old, dry_run=dry)

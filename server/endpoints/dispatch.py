@@ -19,6 +19,7 @@ from server.endpoints.scope import APIRegistry, ResourceScope
 from server.endpoints.watch import watch_objects
 from server.endpoints.write import create_object, patch_object, update_object
 from server.request_info import RequestInfo
+from server.request_state import REQUEST_INFO
 
 Handler = Callable[[web.Request, ResourceScope, RequestInfo], Awaitable[web.StreamResponse]]
 
@@ -67,7 +68,7 @@ def _handler_for(scope: ResourceScope, info: RequestInfo) -> Handler:
 
 
 async def serve_resource(request: web.Request) -> web.StreamResponse:
-    info: RequestInfo = request["request_info"]
+    info: RequestInfo = request[REQUEST_INFO]
     registry = request.app[API_REGISTRY]
     if not info.is_resource_request:
         raise path_not_found()

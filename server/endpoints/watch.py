@@ -29,6 +29,7 @@ from server.endpoints.query import watch_options
 from server.endpoints.render import include_object, render_object
 from server.endpoints.scope import ResourceScope
 from server.request_info import RequestInfo
+from server.request_state import MIN_REQUEST_TIMEOUT
 from storage.interface import StorageError
 
 logger = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
     # the store has not reached) is one ERROR event in an open stream, as kube's cacher answers.
     parse_resource_version(options.resource_version)
     encoder = _Encoder(scope, output, include_object(request.query, output))
-    timeout = watch_timeout(requested_timeout, request.config_dict.get("min_request_timeout", 1800.0))
+    timeout = watch_timeout(requested_timeout, request.config_dict.get(MIN_REQUEST_TIMEOUT, 1800.0))
 
     events = scope.store.watch(info.namespace, options)
     queue: asyncio.Queue = asyncio.Queue(QUEUE_SIZE)

@@ -33,6 +33,7 @@ from server.endpoints.query import dry_run, field_validation
 from server.endpoints.render import render_object
 from server.endpoints.scope import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ResourceScope
 from server.request_info import RequestInfo
+from server.request_state import USER
 from server.responses import object_response
 
 
@@ -65,7 +66,7 @@ async def _admit(scope: ResourceScope, attrs: Attributes) -> Any:
 
 
 def _validator(scope: ResourceScope, request: web.Request, info: RequestInfo, *, dry: bool):
-    user = request.get("user", ANONYMOUS)
+    user = request.get(USER, ANONYMOUS)
 
     async def validate(obj: Any, old: Any | None) -> None:
         operation = Operation.CREATE if old is None else Operation.UPDATE
@@ -112,7 +113,7 @@ async def create_object(request: web.Request, scope: ResourceScope, info: Reques
     validation = field_validation(request.query, "CreateOptions")
     obj, warnings = await _read_object(request, scope, validation)
     _set_namespace(scope, obj, info)
-    user = request.get("user", ANONYMOUS)
+    user = request.get(USER, ANONYMOUS)
     obj = await _admit(scope, scope.attributes(info, user, Operation.CREATE, obj, None, dry_run=dry))
     validate = _validator(scope, request, info, dry=dry)
     created = await scope.store.create(obj, validate=validate, dry_run=dry, manager=manager)
@@ -126,7 +127,7 @@ async def update_object(request: web.Request, scope: ResourceScope, info: Reques
     validation = field_validation(request.query, "UpdateOptions")
     obj, warnings = await _read_object(request, scope, validation)
     _set_namespace(scope, obj, info)
-    user = request.get("user", ANONYMOUS)
+    user = request.get(USER, ANONYMOUS)
 
     async def updated(old: Any | None) -> Any:
         new = copy.deepcopy(obj)
@@ -161,7 +162,7 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
         raise errors.bad_request("the body of a merge patch must be a JSON object")
     if patch_type == STRATEGIC_MERGE_PATCH:
         document = strategic_patch_document(document)
-    user = request.get("user", ANONYMOUS)
+    user = request.get(USER, ANONYMOUS)
     warnings: list[str] = []
 
     async def updated(old: Any | None) -> Any:

@@ -45,19 +45,20 @@ from server.filters.authentication import USER_KEY, user_of
 from server.filters.request_info import request_info_of
 from server.longrunning import DEFAULT_LONG_RUNNING, LongRunningCheck
 from server.request_info import RequestInfo
+from server.request_state import AUDIT, AUDIT_ANNOTATIONS, AUDIT_ID, IMPERSONATED_BY, RECEIVED
 
 logger = logging.getLogger(__name__)
 
 HEADER_AUDIT_ID = "Audit-ID"
 # request[AUDIT_ID_KEY]: this request's audit ID (set by audit_init).
-AUDIT_ID_KEY = "audit_id"
+AUDIT_ID_KEY = AUDIT_ID
 # request[RECEIVED_KEY]: when the request arrived (kube's WithRequestReceivedTimestamp).
-RECEIVED_KEY = "request_received_timestamp"
+RECEIVED_KEY = RECEIVED
 # request[AUDIT_KEY]: the RequestAudit of an audited request.
-AUDIT_KEY = "audit"
+AUDIT_KEY = AUDIT
 # Written by later filters (authorization decision, impersonation); read whenever an event is emitted.
-ANNOTATIONS_KEY = "audit_annotations"
-IMPERSONATED_BY_KEY = "impersonated_by"
+ANNOTATIONS_KEY = AUDIT_ANNOTATIONS
+IMPERSONATED_BY_KEY = IMPERSONATED_BY
 
 # Verbs whose body kube's handlers log (create/update objects, patches, DeleteOptions).
 _BODY_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})

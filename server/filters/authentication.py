@@ -24,14 +24,15 @@ from apis.meta.errors import StatusError, unauthorized
 from apis.meta.user import UserInfo
 from server.authn.interface import Authenticator
 from server.authn.requestheader import STANDARD_NAMES, RequestHeaderNames, headers_to_strip
+from server.request_state import AUDIT_ANNOTATIONS, USER
 from server.responses import status_response
 
 logger = logging.getLogger(__name__)
 
 # request[USER_KEY] holds the authenticated UserInfo.
-USER_KEY = "user"
+USER_KEY = USER
 # request[AUDIT_ANNOTATIONS_KEY]: annotations for the request's audit event (e.g. the authorization decision).
-AUDIT_ANNOTATIONS_KEY = "audit_annotations"
+AUDIT_ANNOTATIONS_KEY = AUDIT_ANNOTATIONS
 
 
 def _standard_names() -> Sequence[RequestHeaderNames]:

@@ -32,12 +32,13 @@ from server.authz.interface import Authorizer, AuthzAttributes
 from server.filters.authentication import USER_KEY, user_of
 from server.filters.authorization import forbidden_error
 from server.request_info import RequestInfo
+from server.request_state import IMPERSONATED_BY
 from server.responses import status_response
 
 logger = logging.getLogger(__name__)
 
 # request[IMPERSONATED_BY_KEY]: the authenticated UserInfo when request[USER_KEY] is an impersonated one.
-IMPERSONATED_BY_KEY = "impersonated_by"
+IMPERSONATED_BY_KEY = IMPERSONATED_BY
 
 USER_HEADER = "Impersonate-User"
 GROUP_HEADER = "Impersonate-Group"

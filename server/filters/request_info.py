@@ -7,9 +7,10 @@ from aiohttp.typedefs import Handler
 
 from apis.meta.errors import internal_error
 from server.request_info import RequestInfo, RequestInfoError, resolve
+from server.request_state import REQUEST_INFO
 
 # request[REQUEST_INFO_KEY] holds the RequestInfo.
-REQUEST_INFO_KEY = "request_info"
+REQUEST_INFO_KEY = REQUEST_INFO
 
 
 @web.middleware

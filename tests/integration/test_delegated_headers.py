@@ -20,7 +20,7 @@ from aiohttp.typedefs import Handler
 
 from server.config import Config, build_config
 from server.filters import build_chain, user_of
-from server.filters.authentication import AUDIT_ANNOTATIONS_KEY
+from server.filters.authentication import AUDIT_ANNOTATIONS_KEY, USER_KEY
 from server.filters.impersonation import IMPERSONATED_BY_KEY
 from server.metrics import Metrics
 from server.options import parse_args
@@ -58,7 +58,7 @@ async def echo_server(plane: ControlPlane, data_dir: Path) -> AsyncIterator[tupl
         seen.append(
             {
                 "annotations": dict(request.get(AUDIT_ANNOTATIONS_KEY) or {}),
-                "user": request["user"].name if "user" in request else None,
+                "user": request[USER_KEY].name if USER_KEY in request else None,
                 "impersonated_by": by.name if by else None,
             }
         )
