@@ -8,9 +8,9 @@ cache hand the same decoded object to many readers.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
+from apis.meta.json_copy import copy_json
 from apis.restaurant.types import Pizza, PizzaSpec, PizzaStatus, PizzaTopping, Topping, ToppingSpec
 
 
@@ -27,7 +27,7 @@ def hub_pizza(obj: dict[str, Any], toppings: list[PizzaTopping]) -> Pizza:
 def versioned_pizza(pizza: Pizza, toppings: list[Any]) -> dict[str, Any]:
     """The versioned object of a hub Pizza, given its toppings in that version's shape."""
     status: dict[str, Any] = {} if pizza.status.cost is None else {"cost": pizza.status.cost}
-    return {"metadata": copy.deepcopy(pizza.metadata), "spec": {"toppings": toppings}, "status": status}
+    return {"metadata": copy_json(pizza.metadata), "spec": {"toppings": toppings}, "status": status}
 
 
 def topping_to_hub(obj: dict[str, Any]) -> Topping:
@@ -37,8 +37,8 @@ def topping_to_hub(obj: dict[str, Any]) -> Topping:
 
 
 def topping_from_hub(topping: Topping) -> dict[str, Any]:
-    return {"metadata": copy.deepcopy(topping.metadata), "spec": {"cost": topping.spec.cost}}
+    return {"metadata": copy_json(topping.metadata), "spec": {"cost": topping.spec.cost}}
 
 
 def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
-    return copy.deepcopy(obj.get("metadata") or {})
+    return copy_json(obj.get("metadata") or {})
