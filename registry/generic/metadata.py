@@ -27,14 +27,24 @@ def generate_name(base: str) -> str:
     return base + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(GENERATED_SUFFIX_LENGTH))
 
 
+# ObjectMeta fields Go serializes with omitempty: an empty value reads back as absent in kube.
+_OMIT_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences", "generateName")
+
+
+def drop_empty(meta: dict[str, Any]) -> None:
+    """`kubectl label x k-` leaves `labels: {}`; kube stores and answers without the field."""
+    for field in _OMIT_EMPTY:
+        if field in meta and not meta[field]:
+            del meta[field]
+
+
 def fill_for_create(meta: dict[str, Any]) -> None:
     """Fields a client may not choose on create (kube: FillObjectMetaSystemFields + BeforeCreate)."""
     meta["uid"] = str(uuid.uuid4())
     meta["creationTimestamp"] = now_rfc3339()
     for system_owned in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
         meta.pop(system_owned, None)
-    if not meta.get("generateName"):
-        meta.pop("generateName", None)
+    drop_empty(meta)
 
 
 def keep_for_update(meta: dict[str, Any], old: dict[str, Any]) -> None:
@@ -49,3 +59,4 @@ def keep_for_update(meta: dict[str, Any], old: dict[str, Any]) -> None:
         else:
             meta.pop(field, None)
     meta.pop("selfLink", None)
+    drop_empty(meta)

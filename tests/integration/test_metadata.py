@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime
 
 GROUP = "restaurant.programming-kubernetes.info"
+MERGE = "application/merge-patch+json"
 RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
@@ -209,3 +210,15 @@ async def test_status_of_missing_object_is_404(api) -> None:
         "application/merge-patch+json",
     )
     assert r.status == 404
+
+
+async def test_emptied_labels_and_annotations_read_back_absent(api) -> None:
+    # kube's ObjectMeta serializes these with omitempty: `kubectl label x k-` leaves no `labels: {}`.
+    await api.create_toppings("bare")
+    path = api.toppings_path("v1beta1", "bare")
+    r = await api.patch(path, {"metadata": {"labels": {"k": "v"}, "annotations": {"a": "b"}}}, MERGE)
+    assert r.body["metadata"]["labels"] == {"k": "v"}
+    r = await api.patch(path, {"metadata": {"labels": {"k": None}, "annotations": {"a": None}}}, MERGE)
+    assert r.status == 200, r
+    assert "labels" not in r.body["metadata"] and "annotations" not in r.body["metadata"]
+    assert "labels" not in (await api.get(path)).body["metadata"]
