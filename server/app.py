@@ -70,7 +70,8 @@ def build_app(config: Config) -> web.Application:
             web.get("/openapi/v2", published.openapi_v2_document),
             web.get("/openapi/v3", published.openapi_v3_paths),
             web.get("/openapi/v3/apis/{group}/{version}", published.openapi_v3_document),
-            web.route("*", "/apis/{group}/{version}/{tail:.+}", serve_resource),
+            # [\s\S] and not ".": a name with an encoded newline must still reach the dispatcher (404 Status).
+            web.route("*", r"/apis/{group}/{version}/{tail:[\s\S]+}", serve_resource),
         ]
     )
     return app

@@ -36,7 +36,7 @@ _METHOD_VERBS = {
 
 # metav1.ListOptions fields decoded with strconv.ParseInt: a bad value makes kube drop the whole decode.
 _INT64_LIST_OPTIONS = ("timeoutSeconds", "limit")
-_INT64 = re.compile(r"[+-]?[0-9]+")
+_INT64 = re.compile(r"[+-]?[0-9]{1,19}")  # bounded: int() refuses over 4300 digits
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 

@@ -21,6 +21,13 @@ from apis.restaurant.types import Pizza, PizzaSpec, PizzaStatus, Topping, Toppin
 # apimachinery's IsNegativeErrorMsg, so clients see the same words as for built-in kinds.
 _NEGATIVE = "must be greater than or equal to 0"
 
+# v1alpha1 writes a quantity as that many repeated names: without bounds, one small v1beta1 request
+# (`quantity: 1e12`) would make every later v1alpha1 read build an unbounded list. With these, the
+# v1alpha1 form stays under the 3 MiB request limit (10 000 names of at most 253 characters), so a
+# v1alpha1 client can always write back what it read. The versioned schemas publish the same bounds.
+MAX_TOPPINGS = 100
+MAX_QUANTITY = 100
+
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
@@ -40,6 +47,8 @@ def validate_pizza_spec(spec: PizzaSpec, path: Path) -> list[FieldError]:
     errors: list[FieldError] = []
     seen: set[str] = set()
     toppings = path.child("toppings")
+    if len(spec.toppings) > MAX_TOPPINGS:
+        errors.append(field.too_many(toppings, len(spec.toppings), MAX_TOPPINGS))
     for i, topping in enumerate(spec.toppings):
         item = toppings.index(i)
         if not topping.name:
@@ -54,6 +63,12 @@ def validate_pizza_spec(spec: PizzaSpec, path: Path) -> list[FieldError]:
         elif quantity < 1:
             errors.append(
                 field.invalid(item.child("quantity"), quantity, "must be greater than or equal to 1")
+            )
+        elif quantity > MAX_QUANTITY:
+            errors.append(
+                field.invalid(
+                    item.child("quantity"), quantity, f"must be less than or equal to {MAX_QUANTITY}"
+                )
             )
     return errors
 

@@ -23,14 +23,18 @@ def interpret(err: st.StorageError, gr: GroupResource, name: str) -> StatusError
     return errors.internal_error(str(err))
 
 
+UINT64_MAX = 2**64 - 1
+
+
 def parse_resource_version(value: str | None) -> int:
-    """ "" → 0; kube answers 400 for anything that is not an unsigned integer."""
+    """ "" → 0; kube answers 400 for anything that is not an unsigned integer.
+
+    strconv.ParseUint(value, 10, 64): ASCII digits only (Python's int() would also take " 1", "1_0" or
+    non-ASCII digits) and nothing past uint64.
+    """
     if not value:
         return 0
-    try:
-        rv = int(value)
-    except ValueError:
-        raise errors.bad_request(f"invalid resource version: {value!r}") from None
-    if rv < 0:
+    # The length check first: int() refuses strings over 4300 digits with a ValueError.
+    if not (value.isascii() and value.isdigit()) or len(value) > 20 or int(value) > UINT64_MAX:
         raise errors.bad_request(f"invalid resource version: {value!r}")
-    return rv
+    return int(value)

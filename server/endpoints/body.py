@@ -8,6 +8,8 @@ capped so no later recursive step (pruning, encoding) can overflow.
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 import orjson
@@ -66,9 +68,11 @@ class _StrictLoader(yaml.SafeLoader):
         obj = _DupDict()
         dups: list[str] = []
         for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):  # a JSON key can only be a string
+                raise yaml.constructor.ConstructorError(None, None, "invalid map key", key_node.start_mark)
             key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, str):
-                key = str(key)
+            if not isinstance(key, str):  # as sigs.k8s.io/yaml writes a scalar key: 1, true, null
+                key = json.dumps(key) if key is None or isinstance(key, bool) else str(key)
             if key in obj and key not in dups:
                 dups.append(key)
             obj[key] = self.construct_object(value_node, deep=deep)
@@ -81,8 +85,25 @@ def _scalar_as_string(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
     return str(loader.construct_scalar(node))
 
 
+def _binary_as_string(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    """go-yaml decodes `!!binary` into a string of its bytes, and JSON makes invalid UTF-8 U+FFFD."""
+    return loader.construct_yaml_binary(node).decode("utf-8", "replace")
+
+
+def _pairs_as_maps(loader: yaml.SafeLoader, node: yaml.Node) -> list[Any]:
+    """`!!omap`/`!!pairs` are a sequence of one-key maps to go-yaml; PyYAML would make tuples."""
+    if not isinstance(node, yaml.SequenceNode):
+        raise yaml.constructor.ConstructorError(None, None, "expected a sequence", node.start_mark)
+    return [loader.construct_object(item, deep=True) for item in node.value]
+
+
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _StrictLoader.construct_mapping)
 _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _scalar_as_string)
+_StrictLoader.add_constructor("tag:yaml.org,2002:binary", _binary_as_string)
+# A `!!set` is a map whose values are all null, which is what go-yaml (and so kube) makes of it.
+_StrictLoader.add_constructor("tag:yaml.org,2002:set", _StrictLoader.construct_mapping)
+_StrictLoader.add_constructor("tag:yaml.org,2002:omap", _pairs_as_maps)
+_StrictLoader.add_constructor("tag:yaml.org,2002:pairs", _pairs_as_maps)
 
 
 def decode(raw: bytes, media: str, *, track_duplicates: bool = False) -> tuple[Any, list[str]]:
@@ -95,7 +116,11 @@ def decode(raw: bytes, media: str, *, track_duplicates: bool = False) -> tuple[A
         elif track_duplicates:
             value = json.loads(raw, object_pairs_hook=_pairs)
         else:
-            value = orjson.loads(raw)
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                # orjson refuses an escaped lone surrogate, which Go's decoder (and plain()) make U+FFFD.
+                value = json.loads(raw)
     except (orjson.JSONDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise errors.bad_request(f"error decoding body: json parse error: {e}") from None
     except RecursionError:
@@ -131,12 +156,21 @@ def plain(value: Any) -> Any:
 
     Numbers become what Go's JSON decoding into unstructured data makes of them: an integer that does
     not fit int64 is a float64 (and one too large even for that is a decoding error), so nothing later
-    (validation, storage encoding) ever sees an integer it cannot handle.
+    (validation, storage encoding) ever sees an integer it cannot handle. A number that is not finite
+    (`1e400`, `NaN`, YAML's `.inf`) is a decoding error too: Go's strconv refuses it and JSON has no way
+    to store it. A lone UTF-16 surrogate (`"\\ud800"`, which Python's json and yaml let through) becomes
+    U+FFFD, as Go's decoder makes it; left alone it could never be encoded again, not even in an error.
     """
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
+        return {_text(k): plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [plain(v) for v in value]
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise errors.bad_request(f"error decoding body: number {value} out of range")
+    if not isinstance(value, int | float | bool | None):  # nothing else is JSON, whatever a loader made
+        raise errors.bad_request(f"error decoding body: unsupported value of type {type(value).__name__}")
     if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
         try:
             return float(value)
@@ -145,3 +179,10 @@ def plain(value: Any) -> Any:
                 f"error decoding body: number {str(value)[:40]}... out of range"
             ) from None
     return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(value: str) -> str:
+    return _SURROGATE.sub("\ufffd", value)

@@ -36,15 +36,22 @@ def _bool(query: Mapping[str, str], name: str) -> bool | None:
 
 
 def _int(query: Mapping[str, str], name: str) -> int | None:
+    """Go's strconv.ParseInt(value, 10, 64): an optional sign and ASCII digits, within int64."""
     value = query.get(name)
     if value is None or value == "":
         return None
-    try:
-        return int(value)
-    except ValueError:
+    digits = value[1:] if value[:1] in ("+", "-") else value
+    if not (digits.isascii() and digits.isdigit()):
         raise errors.bad_request(
             f'invalid value for {name}: {value!r}: strconv.ParseInt: parsing "{value}": invalid syntax'
-        ) from None
+        )
+    # The length check first: int() refuses strings over 4300 digits with a ValueError.
+    if len(digits) > 19 or not -(2**63) <= int(value) < 2**63:
+        raise errors.bad_request(
+            f'invalid value for {name}: {value[:40]!r}: '
+            f'strconv.ParseInt: parsing "{value[:40]}": value out of range'
+        )
+    return int(value)
 
 
 def _invalid_options(kind: str, errs: list[FieldError]) -> errors.StatusError:

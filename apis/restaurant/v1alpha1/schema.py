@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from apis.meta.schemas import object_schema
+from apis.restaurant.validation import MAX_QUANTITY, MAX_TOPPINGS
 
 DEFAULT_TOPPINGS: tuple[str, ...] = ("salami", "mozzarella", "tomato")
 
@@ -49,9 +50,12 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
                     "description": (
                         "toppings is a list of Topping names. A name may appear more than once to put "
                         "more portions of that topping onto the pizza (e.g. extra cheese); the order "
-                        "does not matter. Defaults to salami, mozzarella and tomato."
+                        "does not matter. Defaults to salami, mozzarella and tomato. At most "
+                        f"{MAX_TOPPINGS} different toppings, {MAX_QUANTITY} portions of each."
                     ),
                     "items": {"type": "string"},
+                    # A name per portion: as many as v1beta1's bounds allow in all.
+                    "maxItems": MAX_TOPPINGS * MAX_QUANTITY,
                     # Repeated names carry meaning, so the list can be neither a set nor a map: it is
                     # replaced as a whole by patches and server-side apply.
                     "x-kubernetes-list-type": "atomic",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from apis.meta.schemas import object_schema
+from apis.restaurant.validation import MAX_QUANTITY, MAX_TOPPINGS
 
 DEFAULT_QUANTITY = 1
 DEFAULT_TOPPINGS: tuple[tuple[str, int], ...] = (("salami", 1), ("mozzarella", 1), ("tomato", 1))
@@ -49,7 +50,7 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
                     "description": (
                         "toppings is the list of toppings put onto the pizza, each named at most once; "
                         "the order does not matter. Defaults to one portion each of salami, mozzarella "
-                        "and tomato."
+                        f"and tomato. At most {MAX_TOPPINGS} toppings."
                     ),
                     "items": {
                         "type": "object",
@@ -63,10 +64,11 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
                             "quantity": {
                                 "type": "integer",
                                 "minimum": 1,
+                                "maximum": MAX_QUANTITY,
                                 "default": DEFAULT_QUANTITY,
                                 "description": (
                                     "quantity is how many portions of the topping are put onto the pizza. "
-                                    "Defaults to 1."
+                                    f"Defaults to 1; at most {MAX_QUANTITY}."
                                 ),
                             },
                         },
@@ -74,6 +76,7 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
                     # Entries are identified by name: patches and server-side apply merge them by name
                     # (a client can change one topping's quantity without restating the others), and
                     # a name may appear only once.
+                    "maxItems": MAX_TOPPINGS,
                     "x-kubernetes-list-type": "map",
                     "x-kubernetes-list-map-keys": ["name"],
                     "x-kubernetes-patch-merge-key": "name",
