@@ -48,7 +48,7 @@ def _int(query: Mapping[str, str], name: str) -> int | None:
     # The length check first: int() refuses strings over 4300 digits with a ValueError.
     if len(digits) > 19 or not -(2**63) <= int(value) < 2**63:
         raise errors.bad_request(
-            f'invalid value for {name}: {value[:40]!r}: '
+            f"invalid value for {name}: {value[:40]!r}: "
             f'strconv.ParseInt: parsing "{value[:40]}": value out of range'
         )
     return int(value)
