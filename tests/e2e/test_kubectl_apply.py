@@ -8,13 +8,12 @@ name. The tests share one server of their own (module scope) and run in file ord
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.fixtures.server import REPO, ServerProcess, start_server_process
+from tests.fixtures.server import REPO, ServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -23,12 +22,9 @@ SMP = "application/strategic-merge-patch+json"
 
 
 @pytest.fixture(scope="module")
-def kubectl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = start_server_process(tmp_path_factory.mktemp("apply") / "data")
-    try:
-        yield proc
-    finally:
-        proc.stop()
+def kubectl_server(server_process: ServerProcess) -> ServerProcess:
+    """This module's own server (server_process is module-scoped): no state shared with other e2e files."""
+    return server_process
 
 
 def pizza(server: ServerProcess, name: str, version: str = "v1beta1") -> dict:

@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.fixtures.server import ServerProcess, start_server_process
+from tests.fixtures.server import ServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -24,12 +23,9 @@ HOLD = "example.com/hold"
 
 
 @pytest.fixture(scope="module")
-def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    proc = start_server_process(tmp_path_factory.mktemp("kubectl-semantics") / "data")
-    try:
-        yield proc
-    finally:
-        proc.stop()
+def kube(server_process: ServerProcess) -> ServerProcess:
+    """This module's own server (server_process is module-scoped): no state shared with other e2e files."""
+    return server_process
 
 
 def _topping(name: str, cost: float = 1, labels: dict | None = None, finalizers: list | None = None) -> str:
