@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from registry.generic.installation import GroupInstallation
+from registry.generic.key_migration import move_legacy_keys
 from server.audit.pipeline import AuditPipeline, build_audit
 from server.authn.delegated import Authentication, start_authentication
 from server.authz.delegated import authorizer_from_options
@@ -156,6 +157,14 @@ async def build_config(options: Options) -> Config:
         await security.close()
         raise
     installations = [install(storage) for install in INSTALLERS]
+    try:
+        for installation in installations:
+            for store in installation.stores.values():
+                await move_legacy_keys(store)
+    except BaseException:
+        await storage.close()
+        await security.close()
+        raise
     return Config(options, serving, tls, storage, installations, security, audit)
 
 

@@ -25,10 +25,10 @@ from typing import Any, Protocol
 from server.audit.options import AuditOptions
 from server.authn.options import AuthenticationOptions
 from server.authz.options import AuthorizationOptions
-from server.flags import CommaList, add_duration, add_int, add_path
+from server.flags import CommaList, add_bool, add_duration, add_int, add_path
 
 DEFAULT_DATA_DIR = Path(".pizza-apiserver")
-DEFAULT_ETCD_PREFIX = "/registry/restaurant.programming-kubernetes.info"
+DEFAULT_ETCD_PREFIX = "/registry"
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
@@ -84,6 +84,8 @@ class Options:
     etcd_compaction_interval: float = 300.0
     etcd_healthcheck_timeout: float = 2.0
     etcd_readycheck_timeout: float = 2.0
+    # caching
+    watch_cache: bool = True
     # logs
     verbosity: int = 0
     # flag groups (FLAG_GROUPS)
@@ -360,6 +362,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--etcd-readycheck-timeout",
         defaults.etcd_readycheck_timeout,
         "The timeout to use when checking etcd readiness.",
+    )
+
+    caching = parser.add_argument_group("caching")
+    add_bool(
+        caching,
+        "--watch-cache",
+        defaults.watch_cache,
+        "Enable the watch cache: lists, gets and watches are served from memory kept current by one "
+        "storage watch per resource. false reads through to storage on every request.",
     )
 
     logs = parser.add_argument_group("logs")

@@ -1,12 +1,30 @@
-"""Storage key layout: /<resource>/[<namespace>/]<name> under the backend's prefix (DESIGN.md)."""
+"""Storage key layout, as kube and sample-apiserver key theirs (DESIGN.md):
+
+    <prefix>/<group>/<resource>/[<namespace>/]<name>
+
+The backend adds `<prefix>` (`--etcd-prefix`, default `/registry`); the registry builds the rest. The
+group is part of every key so two groups serving a resource of the same name never share keys.
+"""
 
 from __future__ import annotations
 
 
-def object_key(resource: str, namespace: str, name: str) -> str:
-    return f"/{resource}/{namespace}/{name}" if namespace else f"/{resource}/{name}"
+def resource_prefix(group: str, resource: str) -> str:
+    """The directory holding every object of one resource; always ends in "/"."""
+    return f"/{group}/{resource}/"
 
 
-def list_prefix(resource: str, namespace: str) -> str:
+def object_key(group: str, resource: str, namespace: str, name: str) -> str:
+    base = resource_prefix(group, resource)
+    return f"{base}{namespace}/{name}" if namespace else f"{base}{name}"
+
+
+def list_prefix(group: str, resource: str, namespace: str) -> str:
     """The directory holding a namespace's objects (or all of them); always ends in "/"."""
-    return f"/{resource}/{namespace}/" if namespace else f"/{resource}/"
+    base = resource_prefix(group, resource)
+    return f"{base}{namespace}/" if namespace else base
+
+
+def legacy_resource_prefix(resource: str) -> str:
+    """Where releases before the group was part of the key kept a resource, relative to the prefix."""
+    return f"/{resource}/"

@@ -69,11 +69,12 @@ async def _start(store: Store, prefix: str, options: ListOptions) -> tuple[str, 
     return prefix, 0
 
 
-async def list_objects(store: Store, prefix: str, options: ListOptions) -> ObjectList:
+async def list_objects(
+    store: Store, prefix: str, options: ListOptions, *, all_namespaces: bool
+) -> ObjectList:
+    """`all_namespaces`: a namespaced resource listed across namespaces, where a name alone names no key."""
     predicate = options.predicate
     name = single_name(predicate.fields) if predicate.fields is not None else None
-    # A namespaced resource listed across namespaces has no single key for a name: scan instead.
-    all_namespaces = store.strategy.namespaced and prefix.count("/") == 2
     start, revision = await _start(store, prefix, options)
     try:
         if name is not None and not options.continue_token and not all_namespaces:

@@ -57,7 +57,19 @@ class Store:
         return GroupKind(self.codec.group, self.codec.kind.kind)
 
     def key(self, namespace: str, name: str) -> str:
-        return object_key(self.codec.kind.resource, namespace if self.strategy.namespaced else "", name)
+        return object_key(
+            self.codec.group, self.codec.kind.resource, namespace if self.strategy.namespaced else "", name
+        )
+
+    def prefix(self, namespace: str) -> str:
+        """The directory a list or watch reads: one namespace's, or the whole resource's."""
+        return list_prefix(self.codec.group, self.codec.kind.resource, self._scope(namespace))
+
+    def _scope(self, namespace: str) -> str:
+        return namespace if self.strategy.namespaced else ""
+
+    def _all_namespaces(self, namespace: str) -> bool:
+        return self.strategy.namespaced and not namespace
 
     def _decode(self, kv: st.KeyValue) -> Any:
         return self.codec.decode(kv.value, kv.mod_revision)
@@ -81,9 +93,10 @@ class Store:
         return self._decode(kv)
 
     async def list(self, namespace: str, options: ListOptions) -> ObjectList:
-        prefix = list_prefix(self.codec.kind.resource, namespace if self.strategy.namespaced else "")
         try:
-            return await paging.list_objects(self, prefix, options)
+            return await paging.list_objects(
+                self, self.prefix(namespace), options, all_namespaces=self._all_namespaces(namespace)
+            )
         except st.StorageError as e:
             raise interpret(e, self.resource, "") from e
 
@@ -98,8 +111,9 @@ class Store:
         return fields
 
     def watch(self, namespace: str, options: WatchOptions) -> AsyncIterator[WatchEvent]:
-        prefix = list_prefix(self.codec.kind.resource, namespace if self.strategy.namespaced else "")
-        return watch_objects(self, prefix, options)
+        return watch_objects(
+            self, self.prefix(namespace), options, all_namespaces=self._all_namespaces(namespace)
+        )
 
     # --- create ----------------------------------------------------------------------------------
 

@@ -31,7 +31,9 @@ def _wants_initial_events(options: WatchOptions, rv: int) -> bool:
     return rv == 0
 
 
-async def watch_objects(store: Store, prefix: str, options: WatchOptions) -> AsyncIterator[WatchEvent]:
+async def watch_objects(
+    store: Store, prefix: str, options: WatchOptions, *, all_namespaces: bool
+) -> AsyncIterator[WatchEvent]:
     rv = parse_resource_version(options.resource_version)
     if _wants_initial_events(options, rv):
         # A watch-list with a resourceVersion wants a state not older than it (FutureRevision if the
@@ -41,7 +43,7 @@ async def watch_objects(store: Store, prefix: str, options: WatchOptions) -> Asy
             resource_version=options.resource_version if rv else "",
             resource_version_match="NotOlderThan" if rv else "",
         )
-        listed = await paging.list_objects(store, prefix, initial)
+        listed = await paging.list_objects(store, prefix, initial, all_namespaces=all_namespaces)
         start = int(listed.resource_version)
         for obj in listed.items:
             yield WatchEvent("ADDED", obj, start)

@@ -25,7 +25,7 @@ import pytest
 
 from tests.fixtures.etcd import EtcdMember, find_etcd_binary
 from tests.fixtures.server import running_server
-from tests.integration.conftest import V1A1, V1B1, Api
+from tests.integration.conftest import GROUP, V1A1, V1B1, Api
 
 pytestmark = pytest.mark.etcd
 
@@ -153,11 +153,11 @@ async def test_objects_are_stored_as_v1beta1_json_under_kube_key_layout(etcd_ser
 
         raw = await etcdctl.get_prefix(prefix)
         assert sorted(raw) == [
-            f"{prefix}/pizzas/kitchen/margherita",
-            f"{prefix}/toppings/mozzarella",
-            f"{prefix}/toppings/tomato",
+            f"{prefix}/{GROUP}/pizzas/kitchen/margherita",
+            f"{prefix}/{GROUP}/toppings/mozzarella",
+            f"{prefix}/{GROUP}/toppings/tomato",
         ]
-        stored = raw[f"{prefix}/pizzas/kitchen/margherita"]
+        stored = raw[f"{prefix}/{GROUP}/pizzas/kitchen/margherita"]
         # The storage version, whatever version the client wrote in; resourceVersion is the key's
         # mod_revision and is never stored.
         assert stored.json == {
@@ -176,7 +176,7 @@ async def test_objects_are_stored_as_v1beta1_json_under_kube_key_layout(etcd_ser
             "status": {},
         }
         assert stored.mod_revision == stored.create_revision == rv(pizza)
-        topping = raw[f"{prefix}/toppings/tomato"]
+        topping = raw[f"{prefix}/{GROUP}/toppings/tomato"]
         assert topping.json["apiVersion"] == V1B1 and topping.json["kind"] == "Topping"
         assert "resourceVersion" not in topping.json["metadata"]
         assert topping.json["spec"] == {"cost": 1}
@@ -187,13 +187,56 @@ async def test_objects_are_stored_as_v1beta1_json_under_kube_key_layout(etcd_ser
             api.toppings_path(name="tomato"), {"spec": {"cost": 2}}, "application/merge-patch+json"
         )
         assert r.status == 200, r
-        after = await etcdctl.get(f"{prefix}/toppings/tomato")
+        after = await etcdctl.get(f"{prefix}/{GROUP}/toppings/tomato")
         assert after is not None and after.mod_revision == rv(r.body) > topping.mod_revision
         assert after.create_revision == topping.create_revision
         assert after.json["spec"] == {"cost": 2}
         r = await api.delete(api.pizzas_path(name="margherita", namespace="kitchen"))
         assert r.status == 200, r
-        assert await etcdctl.get(f"{prefix}/pizzas/kitchen/margherita") is None
+        assert await etcdctl.get(f"{prefix}/{GROUP}/pizzas/kitchen/margherita") is None
+
+
+async def test_objects_under_the_legacy_key_layout_are_moved_on_start(etcd_server, tmp_path: Path) -> None:
+    """Releases before the group was part of the key wrote `<prefix>/<resource>/...`; the first start
+    with the group in the key moves them, and a restart finds nothing left to move."""
+    prefix = unique_prefix()
+    etcdctl = Etcdctl.of(etcd_server)
+    legacy = {
+        f"{prefix}/toppings/basil": {
+            "apiVersion": V1B1,
+            "kind": "Topping",
+            "metadata": {"name": "basil", "uid": "u-basil", "creationTimestamp": "2019-05-01T10:00:00Z"},
+            "spec": {"cost": 0.5},
+        },
+        f"{prefix}/pizzas/kitchen/pesto": {
+            "apiVersion": V1B1,
+            "kind": "Pizza",
+            "metadata": {
+                "name": "pesto",
+                "namespace": "kitchen",
+                "uid": "u-pesto",
+                "creationTimestamp": "2019-05-01T10:00:00Z",
+            },
+            "spec": {"toppings": [{"name": "basil", "quantity": 2}]},
+        },
+    }
+    for key, value in legacy.items():
+        await etcdctl.put(key, value)
+    # An interrupted earlier start: the copy under the new key exists already and must win.
+    await etcdctl.put(
+        f"{prefix}/{GROUP}/toppings/basil", {**legacy[f"{prefix}/toppings/basil"], "spec": {"cost": 2}}
+    )
+
+    for _ in range(2):
+        async with etcd_api(tmp_path / "data", [etcd_server.client_url], prefix) as api:
+            basil = await api.get(api.toppings_path(name="basil"))
+            assert basil.status == 200 and basil.body["spec"]["cost"] == 2
+            pesto = await api.get(api.pizzas_path(name="pesto", namespace="kitchen"))
+            assert pesto.status == 200, pesto
+            assert pesto.body["metadata"]["uid"] == "u-pesto"
+            assert pesto.body["spec"]["toppings"] == [{"name": "basil", "quantity": 2}]
+        raw = await etcdctl.get_prefix(prefix)
+        assert sorted(raw) == [f"{prefix}/{GROUP}/pizzas/kitchen/pesto", f"{prefix}/{GROUP}/toppings/basil"]
 
 
 # --- 2. objects an older release stored in v1alpha1 -----------------------------------------------
@@ -232,9 +275,9 @@ async def test_objects_stored_in_v1alpha1_are_read_converted_and_rewritten_as_v1
             "metadata": {"name": "basil", "uid": "u-1"},
             "spec": {"cost": 0.5},
         }
-        plain_rev = await etcdctl.put(f"{prefix}/pizzas/default/plain", plain)
-        extra_rev = await etcdctl.put(f"{prefix}/pizzas/default/extra-cheese", extra)
-        basil_rev = await etcdctl.put(f"{prefix}/toppings/basil", basil)
+        plain_rev = await etcdctl.put(f"{prefix}/{GROUP}/pizzas/default/plain", plain)
+        extra_rev = await etcdctl.put(f"{prefix}/{GROUP}/pizzas/default/extra-cheese", extra)
+        basil_rev = await etcdctl.put(f"{prefix}/{GROUP}/toppings/basil", basil)
 
         # Read in the storage version: converted from v1alpha1 after v1alpha1's defaults applied.
         r = await api.get(api.pizzas_path(name="plain"))
@@ -286,7 +329,7 @@ async def test_objects_stored_in_v1alpha1_are_read_converted_and_rewritten_as_v1
         ]
 
         # Reading never writes: the old bytes are still there, untouched.
-        untouched = await etcdctl.get(f"{prefix}/pizzas/default/extra-cheese")
+        untouched = await etcdctl.get(f"{prefix}/{GROUP}/pizzas/default/extra-cheese")
         assert untouched is not None and untouched.json == extra and untouched.mod_revision == extra_rev
 
         # The first update rewrites the object in the storage version.
@@ -296,7 +339,7 @@ async def test_objects_stored_in_v1alpha1_are_read_converted_and_rewritten_as_v1
             "application/merge-patch+json",
         )
         assert r.status == 200, r
-        rewritten = await etcdctl.get(f"{prefix}/pizzas/default/extra-cheese")
+        rewritten = await etcdctl.get(f"{prefix}/{GROUP}/pizzas/default/extra-cheese")
         assert rewritten is not None and rewritten.mod_revision == rv(r.body) > extra_rev
         assert rewritten.json["apiVersion"] == V1B1
         assert rewritten.json["metadata"]["labels"] == {"menu": "classic"}
@@ -316,7 +359,7 @@ async def test_objects_stored_in_v1alpha1_are_read_converted_and_rewritten_as_v1
         r = await api.put(api.pizzas_path(name="plain"), current)
         assert r.status == 200, r
         assert r.body["spec"] == current["spec"] and rv(r.body) > plain_rev
-        migrated = await etcdctl.get(f"{prefix}/pizzas/default/plain")
+        migrated = await etcdctl.get(f"{prefix}/{GROUP}/pizzas/default/plain")
         assert migrated is not None and migrated.mod_revision == rv(r.body)
         assert migrated.json["apiVersion"] == V1B1
         assert migrated.json["spec"] == current["spec"]

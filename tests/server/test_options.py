@@ -20,7 +20,7 @@ def test_defaults_match_kube_and_the_brief() -> None:
     assert options.cert_dir is None and options.admin_kubeconfig is None
     assert options.tls_cert_file is None and options.tls_private_key_file is None
     assert options.serving_cert_dns_names == [] and options.etcd_servers == []
-    assert options.etcd_prefix == DEFAULT_ETCD_PREFIX == "/registry/restaurant.programming-kubernetes.info"
+    assert options.etcd_prefix == DEFAULT_ETCD_PREFIX == "/registry"
     assert options.etcd_compaction_interval == 300.0  # kube: 5m
     assert options.etcd_healthcheck_timeout == 2.0 and options.etcd_readycheck_timeout == 2.0
     assert (options.max_requests_inflight, options.max_mutating_requests_inflight) == (400, 200)
