@@ -19,14 +19,23 @@ import contextlib
 import functools
 import logging
 import sqlite3
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
 from storage.embedded_fanout import Fanout, Subscriber, WatcherTooSlow
 from storage.embedded_sqlite import RevisionLog, StorageInUse
-from storage.interface import DeleteCheck, Event, KeyValue, ListResult, NotFound, Unavailable, UpdateFunc
+from storage.interface import (
+    DeleteCheck,
+    Event,
+    EventType,
+    KeyValue,
+    ListResult,
+    NotFound,
+    Unavailable,
+    UpdateFunc,
+)
 
 __all__ = ["EmbeddedStorage", "StorageInUse", "WatcherTooSlow", "open_embedded"]
 
@@ -125,15 +134,19 @@ class EmbeddedStorage:
                 self._after_write(deleted)
                 return deleted
 
-    def watch(self, prefix: str, revision: int) -> AsyncIterator[Event]:
+    def watch(self, prefix: str, revision: int) -> _WatchStream:
         # Subscribe now, before anything is read, so no commit can fall between history and live events.
         subscriber = self._fanout.subscribe(_directory(prefix))
         start = revision or self._fanout.published_revision
         events = self._watch_events(subscriber, replay=revision != 0, start=start)
-        return _WatchStream(events, functools.partial(self._fanout.unsubscribe, subscriber))
+        return _WatchStream(events, subscriber, self._fanout)
 
     async def current_revision(self) -> int:
-        return await self._call(self._log.current_revision)
+        """From memory: every commit is published to the loop before its writer resumes (see `publish`),
+        so this is at least the revision of every acknowledged write, without an executor hop."""
+        if self._closed:
+            raise Unavailable("", "embedded storage is closed")
+        return self._fanout.published_revision
 
     async def compact(self, revision: int) -> None:
         compacted = await self._call(self._log.compact, revision)
@@ -172,7 +185,9 @@ class EmbeddedStorage:
                     yield event
                 replay = len(page) == _HISTORY_PAGE
             while (event := await subscriber.next()) is not None:
-                if event.revision > last:  # already replayed from the table
+                if event.type is EventType.PROGRESS:
+                    yield event
+                elif event.revision > last:  # already replayed from the table
                     last = event.revision
                     yield event
         finally:
@@ -212,11 +227,17 @@ class EmbeddedStorage:
 class _WatchStream:
     """The watch iterator; closing it releases the subscription even if it was never iterated."""
 
-    __slots__ = ("_events", "_release")
+    __slots__ = ("_events", "_fanout", "_subscriber")
 
-    def __init__(self, events: AsyncGenerator[Event, None], release: Callable[[], None]) -> None:
+    def __init__(self, events: AsyncGenerator[Event, None], subscriber: Subscriber, fanout: Fanout) -> None:
         self._events = events
-        self._release = release
+        self._subscriber = subscriber
+        self._fanout = fanout
+
+    def request_progress(self) -> bool:
+        """Every commit up to `published_revision` is already in the subscriber's buffer, in order."""
+        self._subscriber.mark_progress(self._fanout.published_revision)
+        return True
 
     def __aiter__(self) -> _WatchStream:
         return self
@@ -225,7 +246,7 @@ class _WatchStream:
         return await self._events.__anext__()
 
     async def aclose(self) -> None:
-        self._release()
+        self._fanout.unsubscribe(self._subscriber)
         await self._events.aclose()
 
 

@@ -17,7 +17,7 @@ import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 
-from storage.interface import Event, Unavailable
+from storage.interface import Event, EventType, Unavailable
 
 
 class WatcherTooSlow(Unavailable):
@@ -46,6 +46,11 @@ class Subscriber:
             self.pending.append(event)
         self.wakeup.set()
         return self.failure is None
+
+    def mark_progress(self, revision: int) -> None:
+        """Queue a PROGRESS event after everything already buffered (it never counts against capacity)."""
+        self.pending.append(Event(EventType.PROGRESS, "", b"", revision, None))
+        self.wakeup.set()
 
     def end(self) -> None:
         self.closed = True

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import grpc
 from aetcd import rpc
@@ -54,7 +54,7 @@ async def watch_prefix(
     closed: asyncio.Event,
     *,
     approximate: bool = False,
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     """Events under `full_prefix` after `revision` (0: from now on), until closed or the consumer stops.
 
     `approximate` marks a `revision` that only stands in for "now" (see EtcdStorage.watch): if it

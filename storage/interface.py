@@ -40,6 +40,9 @@ class EventType(enum.StrEnum):
     ADDED = "ADDED"
     MODIFIED = "MODIFIED"
     DELETED = "DELETED"
+    # No key and no value: every change under the watched prefix at or below `revision` has been
+    # delivered (etcd's progress notification). Only sent after WatchStream.request_progress().
+    PROGRESS = "PROGRESS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +106,25 @@ class Unavailable(StorageError):
 # the registry expresses preconditions, validation failures and admission denials.
 UpdateFunc = Callable[[KeyValue | None], Awaitable[bytes]]
 
+
+class WatchStream(Protocol):
+    """What `Interface.watch` returns: the events, plus a way to learn how far the stream has got."""
+
+    def __aiter__(self) -> AsyncIterator[Event]: ...
+
+    async def __anext__(self) -> Event: ...
+
+    def request_progress(self) -> bool:
+        """Ask for a PROGRESS event at (at least) the store's revision now, after the events before it.
+
+        False when this backend cannot promise that (etcd before the fix of etcd-io/etcd#15220 may
+        report progress ahead of events still queued); the caller must then not rely on progress.
+        """
+        ...
+
+    async def aclose(self) -> None: ...
+
+
 # Called with the current value before a delete; raising aborts the delete (e.g. a uid mismatch).
 DeleteCheck = Callable[[KeyValue], Awaitable[None]]
 
@@ -146,7 +168,7 @@ class Interface(Protocol):
         Raises NotFound."""
         ...
 
-    def watch(self, prefix: str, revision: int) -> AsyncIterator[Event]:
+    def watch(self, prefix: str, revision: int) -> WatchStream:
         """Events under `prefix` with revision > `revision`, in revision order, exactly once.
 
         The watch starts when `watch()` is called, not when first iterated, so a write made right
@@ -158,7 +180,10 @@ class Interface(Protocol):
         ...
 
     async def current_revision(self) -> int:
-        """The newest revision in the store (what an empty list reports as its resourceVersion)."""
+        """The newest revision in the store (what an empty list reports as its resourceVersion).
+
+        At least the revision of every write this server has acknowledged, which is what makes a
+        "consistent read" from a watch cache wait for the right point."""
         ...
 
     async def compact(self, revision: int) -> None:
