@@ -1,0 +1,126 @@
+"""`python -m tests.bench`: the comparative benchmark, embedded and etcd, against the aiohttp floor.
+
+Starts pizza-apiserver as a subprocess per backend and configuration, loads the objects and drives
+it with the Go load tools of ../shared/tools (built on first use), runs a minimal aiohttp HTTPS
+server returning the same bytes as "the floor", and prints one table: each figure with the share of
+the floor's speed it reaches, and the team's targets with PASS/FAIL. docs/performance.md explains
+every row. Progress goes to stderr, the table to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.bench.go_tools import REPO, ensure_tools
+from tests.bench.report import Row, table, write_json
+from tests.bench.server_process import ServerCommand, running_etcd, server_flags
+from tests.bench.workloads import FULL, QUICK, Bench, bench_backend, configurations
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: 1,000 objects, 100 watchers x 20 events (~2 min)"
+    )
+    parser.add_argument("--backend", choices=("embedded", "etcd", "both"), default="both")
+    parser.add_argument("--skip-floor", action="store_true", help="do not measure the aiohttp floor")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the raw numbers as JSON")
+    parser.add_argument("--plot", type=Path, metavar="PATH.png", help="also draw a chart (needs '.[bench]')")
+    parser.add_argument(
+        "--ref",
+        metavar="GIT_REF",
+        help="measure this commit (exported with git archive) instead of the working tree, e.g. HEAD",
+    )
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="work (data, logs) here and keep it")
+    return parser.parse_args(argv)
+
+
+def describe_host() -> dict[str, Any]:
+    """What the numbers depend on: cores, CPU, load when the run began, the commit measured."""
+    cpu = ""
+    with contextlib.suppress(OSError):
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        cpu = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return {
+        "cores": os.cpu_count(),
+        "cpu": cpu,
+        "loadavg_at_start": os.getloadavg(),
+        "python": platform.python_version(),
+        "commit": commit,
+    }
+
+
+async def run(args: argparse.Namespace, workdir: Path) -> tuple[list[Row], dict[str, Any]]:
+    sizes = QUICK if args.quick else FULL
+    tools = await asyncio.to_thread(ensure_tools)
+    command = ServerCommand()
+    if args.ref:
+        command = await asyncio.to_thread(ServerCommand.from_ref, args.ref, workdir / "server-src")
+    bench = Bench(tools=tools, sizes=sizes, workdir=workdir, skip_floor=args.skip_floor, command=command)
+    meta: dict[str, Any] = {
+        "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "quick": args.quick,
+        "sizes": sizes.as_dict(),
+        "server": command.label,
+        "configurations": [(name, flags) for name, flags, _ in configurations(command)],
+        "server_has_workers_flag": "--workers" in server_flags(command),
+        "host": describe_host(),
+    }
+    bench.progress(f"work directory {workdir}; configurations {meta['configurations']}")
+    if args.backend in ("embedded", "both"):
+        await bench_backend(bench, "embedded", [])
+    if args.backend in ("etcd", "both"):
+        with running_etcd(workdir / "etcd") as etcd_url:
+            await bench_backend(bench, "etcd", ["--etcd-servers", etcd_url, "--etcd-prefix", "/registry"])
+    meta["seconds"] = round(time.monotonic() - bench.started, 1)
+    return bench.rows, meta
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="pizza-bench-") as tmp:
+        workdir = args.keep or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            rows, meta = asyncio.run(run(args, workdir.resolve()))
+        except KeyboardInterrupt:
+            print("interrupted; every process started was stopped", file=sys.stderr)
+            return 130
+    sizes = meta["sizes"]
+    full_size = not args.quick
+    print(
+        f"pizza-apiserver benchmark {meta['started']} ({'quick' if args.quick else 'full'}, "
+        f"{meta['host']['cores']} cores, server from {meta['server']}, tree {meta['host']['commit']}, "
+        f"{meta['seconds']:.0f} s)"
+    )
+    print(table(rows, sizes, full_size))
+    print("(n%) = share of the floor's speed: rates server/floor, latencies floor/server.")
+    if args.json:
+        write_json(args.json, rows, meta, full_size)
+    if args.plot:
+        from tests.bench.plot import write_plot
+
+        title = f"pizza-apiserver vs the aiohttp floor, {meta['started']}, {meta['host']['cores']} cores"
+        write_plot(args.plot, rows, sizes, title + (" (quick)" if args.quick else ""))
+    return 1 if any(r.error for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

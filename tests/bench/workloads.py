@@ -1,0 +1,524 @@
+"""The measurements, in order, for one backend: every server configuration, then the floor.
+
+Why this order: the first configuration ("default") starts empty, measures idle memory, loads the
+objects (the load itself is untimed set-up: CREATE is measured separately, in its own namespace,
+so the listed collection stays exactly `objects` long) and captures the bytes the floor will serve.
+Further configurations (`--workers 1` when the server has that flag, `--watch-cache=false`) restart
+the server on the same data instead of loading it again. The floor runs after the backend's server
+has stopped, so nothing else competes for the two cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from tests.bench import go_tools
+from tests.bench.api_client import api_client, paged_pass, pizza_body, pizzas_path, verify_watch
+from tests.bench.floor import RouteWriter, route_key
+from tests.bench.go_tools import GoTools, LoadResult, TLSFiles, ToolError
+from tests.bench.report import Row
+from tests.bench.server_process import (
+    ServerCommand,
+    ServerProcess,
+    running_server,
+    server_flags,
+    spawn,
+    stop,
+    wait_for_url,
+)
+
+MB = 1_000_000
+MERGE_PATCH = "application/merge-patch+json"
+UPDATE_BODY = '{"metadata":{"labels":{"bench":"u{{n}}"}}}'
+CREATE_NAMESPACE = "bench-create"
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """Counts and time bounds; every tool run is bounded by both a count and a duration."""
+
+    objects: int
+    get_c1: int
+    get_c8: int
+    get_seconds: float
+    lists: int
+    list_seconds: float
+    passes: int
+    creates: int
+    updates: int
+    write_seconds: float
+    watchers: int
+    events: int
+    rate: float
+    watch_seconds: float
+    verifiers: int
+
+    @property
+    def page_limit(self) -> int:
+        """Twenty pages per pass: limit=500 for 10,000 objects."""
+        return max(1, self.objects // 20)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**{k: getattr(self, k) for k in self.__dataclass_fields__}, "page_limit": self.page_limit}
+
+
+FULL = Sizes(
+    objects=10_000,
+    get_c1=5_000,
+    get_c8=15_000,
+    get_seconds=12,
+    lists=20,
+    list_seconds=40,
+    passes=3,
+    creates=4_000,
+    updates=3_000,
+    write_seconds=15,
+    watchers=1_000,
+    events=100,
+    rate=50,
+    watch_seconds=90,
+    verifiers=5,
+)
+QUICK = Sizes(
+    objects=1_000,
+    get_c1=1_000,
+    get_c8=3_000,
+    get_seconds=5,
+    lists=20,
+    list_seconds=10,
+    passes=2,
+    creates=500,
+    updates=500,
+    write_seconds=8,
+    watchers=100,
+    events=20,
+    rate=50,
+    watch_seconds=30,
+    verifiers=2,
+)
+
+READS = frozenset({"get_c1", "get_c8", "list_all", "list_paged"})
+EVERYTHING = READS | {"create_c8", "update_c8", "watch"}
+
+
+@dataclass(slots=True)
+class Paths:
+    """What the workloads request, found once the objects are loaded (the same on the floor)."""
+
+    one_object: str
+    collection: str = pizzas_path("default")
+    create_collection: str = pizzas_path(CREATE_NAMESPACE)
+
+
+@dataclass(slots=True)
+class Endpoint:
+    """A server to drive (the API server or the floor): its URL and the client credentials."""
+
+    url: str
+    tls: TLSFiles
+
+
+@dataclass(slots=True)
+class Bench:
+    """One run's shared state: tools, sizes, where files go, the rows so far, the floor's inputs."""
+
+    tools: GoTools
+    sizes: Sizes
+    workdir: Path
+    skip_floor: bool
+    command: ServerCommand
+    rows: list[Row] = field(default_factory=list)
+    floor_routes: Path | None = None
+    floor_cert_dir: Path | None = None
+    floor_paths: Paths | None = None
+    floor_list_bytes: int = 0
+    floor_done: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+    def progress(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.started:6.1f}s] {text}", file=sys.stderr, flush=True)
+
+    async def measure(
+        self,
+        backend: str,
+        config: str,
+        workload: str,
+        run: Callable[[], Awaitable[tuple[dict[str, float], dict[str, Any]]]],
+    ) -> Row:
+        """Run one measurement; a failure becomes the row's error instead of ending the whole run."""
+        self.progress(f"{backend} / {config}: {workload}")
+        row = Row(backend, config, workload)
+        try:
+            row.figures, row.detail = await run()
+        except (ToolError, RuntimeError, aiohttp.ClientError, TimeoutError, KeyError, ValueError) as err:
+            row.error = f"{type(err).__name__}: {err}"
+            self.progress(f"  failed: {row.error[:400]}")
+        self.rows.append(row)
+        return row
+
+
+def load_figures(result: LoadResult) -> tuple[dict[str, float], dict[str, Any]]:
+    figures = {
+        "rps": result.rps,
+        "p50_ms": result.p50 * 1e3,
+        "p90_ms": result.p90 * 1e3,
+        "p99_ms": result.p99 * 1e3,
+        "max_ms": result.max * 1e3,
+        "requests": float(result.requests),
+    }
+    return figures, {"loadgen": result.line}
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """Nearest-rank below, as the Go tools compute theirs."""
+    ordered = sorted(values)
+    return ordered[int((len(ordered) - 1) * q)] if ordered else float("nan")
+
+
+async def request_suite(
+    bench: Bench,
+    backend: str,
+    config: str,
+    endpoint: Endpoint,
+    paths: Paths,
+    list_bytes: int,
+    which: frozenset[str],
+) -> None:
+    """The request/response workloads, identical against the server and the floor."""
+    s = bench.sizes
+    url = endpoint.url
+
+    async def get(connections: int, requests: int) -> tuple[dict[str, float], dict[str, Any]]:
+        return load_figures(
+            await go_tools.loadgen(
+                bench.tools,
+                endpoint.tls,
+                url + paths.one_object,
+                requests=requests,
+                connections=connections,
+                max_seconds=s.get_seconds,
+            )
+        )
+
+    async def list_all() -> tuple[dict[str, float], dict[str, Any]]:
+        figures, detail = load_figures(
+            await go_tools.loadgen(
+                bench.tools,
+                endpoint.tls,
+                url + paths.collection,
+                requests=s.lists,
+                connections=1,
+                max_seconds=s.list_seconds,
+                warmup=2,
+            )
+        )
+        figures["mb"] = list_bytes / MB
+        figures["mb_s"] = list_bytes / MB / (figures["p50_ms"] / 1e3)
+        return figures, detail
+
+    async def list_paged() -> tuple[dict[str, float], dict[str, Any]]:
+        async with api_client(url, endpoint.tls, connections=1) as client:
+            await paged_pass(client, paths.collection, s.page_limit)  # warm-up, not counted
+            passes = [await paged_pass(client, paths.collection, s.page_limit) for _ in range(s.passes)]
+        latencies = [x for p in passes for x in p.page_latencies]
+        if any(p.items != passes[0].items for p in passes):
+            raise RuntimeError(f"passes returned different counts: {[p.items for p in passes]}")
+        figures = {
+            "rps": len(latencies) / sum(p.seconds for p in passes),
+            "p50_ms": _quantile(latencies, 0.5) * 1e3,
+            "p99_ms": _quantile(latencies, 0.99) * 1e3,
+            "pass_ms": statistics.median(p.seconds for p in passes) * 1e3,
+            "pages": float(len(passes[0].page_latencies)),
+            "items": float(passes[0].items),
+        }
+        return figures, {"passes_ms": [p.seconds * 1e3 for p in passes]}
+
+    async def create() -> tuple[dict[str, float], dict[str, Any]]:
+        return load_figures(
+            await go_tools.loadgen(
+                bench.tools,
+                endpoint.tls,
+                url + paths.create_collection,
+                method="POST",
+                body=pizza_body("c"),
+                requests=s.creates,
+                connections=8,
+                max_seconds=s.write_seconds,
+                expect=201,
+            )
+        )
+
+    async def update() -> tuple[dict[str, float], dict[str, Any]]:
+        return load_figures(
+            await go_tools.loadgen(
+                bench.tools,
+                endpoint.tls,
+                url + paths.one_object,
+                method="PATCH",
+                body=UPDATE_BODY,
+                content_type=MERGE_PATCH,
+                requests=s.updates,
+                connections=8,
+                max_seconds=s.write_seconds,
+            )
+        )
+
+    steps: dict[str, Callable[[], Awaitable[tuple[dict[str, float], dict[str, Any]]]]] = {
+        "get_c1": lambda: get(1, s.get_c1),
+        "get_c8": lambda: get(8, s.get_c8),
+        "list_all": list_all,
+        "list_paged": list_paged,
+        "create_c8": create,
+        "update_c8": update,
+    }
+    for workload, step in steps.items():
+        if workload in which:
+            await bench.measure(backend, config, workload, step)
+
+
+async def _settled_rss(server: ServerProcess, seconds: float = 1.0) -> int:
+    """RSS after a short pause, so a just-finished burst's transient buffers are not counted."""
+    await asyncio.sleep(seconds)
+    return await asyncio.to_thread(server.rss)
+
+
+async def load_objects(bench: Bench, server: ServerProcess) -> None:
+    """Toppings first (PizzaToppings admission), then `objects` pizzas by loadgen POST at 8 connections."""
+    async with api_client(server.url, server.client_tls) as client:
+        await client.ensure_toppings()
+    result = await go_tools.loadgen(
+        bench.tools,
+        server.client_tls,
+        server.url + pizzas_path("default"),
+        method="POST",
+        body=pizza_body("p"),
+        requests=bench.sizes.objects,
+        connections=8,
+        max_seconds=600,
+        warmup=0,
+        expect=201,
+    )
+    bench.progress(f"  loaded: {result.line}")
+
+
+async def capture(bench: Bench, server: ServerProcess, routes: RouteWriter | None) -> tuple[Paths, int, int]:
+    """Find the object to GET, check the count, size the LIST; optionally keep every body for the floor.
+
+    Returns (paths, LIST response bytes, encoded size of the objects: the sum of each item's JSON).
+    """
+    async with api_client(server.url, server.client_tls) as client:
+        listed = await client.raw("GET", pizzas_path("default"), 200)
+        items = orjson.loads(listed.body)["items"]
+        if len(items) != bench.sizes.objects:
+            raise RuntimeError(f"expected {bench.sizes.objects} pizzas in default, found {len(items)}")
+        encoded = sum(len(orjson.dumps(item)) for item in items)
+        paths = Paths(one_object=pizzas_path("default", items[0]["metadata"]["name"]))
+        if routes is not None:
+            routes.add(route_key("GET", paths.collection, {}), listed)
+            got = await client.raw("GET", paths.one_object, 200)
+            routes.add(route_key("GET", paths.one_object, {}), got)
+            created = await client.raw(
+                "POST",
+                paths.create_collection,
+                201,
+                orjson.loads(pizza_body("captured").replace("{{n}}", "0")),
+            )
+            routes.add(route_key("POST", paths.create_collection, {}), created)
+            patched = await client.raw(
+                "PATCH",
+                paths.one_object,
+                200,
+                {"metadata": {"labels": {"bench": "captured"}}},
+                None,
+                MERGE_PATCH,
+            )
+            routes.add(route_key("PATCH", paths.one_object, {}), patched)
+            paged = await paged_pass(client, paths.collection, bench.sizes.page_limit, keep=True)
+            for key, page in paged.pages:
+                routes.add(key, page)
+    return paths, len(listed.body), encoded
+
+
+async def watch_fanout(
+    bench: Bench, backend: str, config: str, server: ServerProcess, namespace: str
+) -> None:
+    """watchfan's watchers plus a few verifier streams on an empty namespace; RSS sampled throughout."""
+    s = bench.sizes
+    path = pizzas_path(namespace)
+    before = await _settled_rss(server)
+    peak = before
+    done = asyncio.Event()
+
+    async def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, await asyncio.to_thread(server.rss))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), 0.1)
+
+    async def run() -> tuple[dict[str, float], dict[str, Any]]:
+        ready = asyncio.Event()
+        verifier = asyncio.create_task(
+            verify_watch(
+                server.url, server.client_tls, path, s.verifiers, s.events, ready, s.watch_seconds + 30
+            )
+        )
+        try:
+            await asyncio.wait_for(ready.wait(), 30)
+            result = await go_tools.watchfan(
+                bench.tools,
+                server.client_tls,
+                server.url + path,
+                body=pizza_body("w"),
+                watchers=s.watchers,
+                events=s.events,
+                rate=s.rate,
+                max_seconds=s.watch_seconds,
+            )
+            check = await verifier
+        finally:
+            verifier.cancel()
+        figures = {
+            "p50_ms": result.p50 * 1e3,
+            "p90_ms": result.p90 * 1e3,
+            "p99_ms": result.p99 * 1e3,
+            "max_ms": result.max * 1e3,
+            "deliveries": float(result.deliveries),
+            "lost": float(result.missing + check.per_stream_missing),
+            "duplicated": float(check.per_stream_duplicates + check.out_of_order),
+            "watch_failed": float(result.watch_failed + len(check.errors)),
+            "write_errors": float(result.write_errors),
+        }
+        detail = {
+            "watchfan": result.line,
+            "verifier_streams": check.streams,
+            "verifier_missing": check.per_stream_missing,
+            "verifier_duplicates": check.per_stream_duplicates,
+            "verifier_out_of_order": check.out_of_order,
+            "verifier_errors": check.errors[:5],
+        }
+        if result.write_errors:
+            raise ToolError(f"watchfan could not create {result.write_errors} objects: {result.line}")
+        return figures, detail
+
+    sampler = asyncio.create_task(sample())
+    try:
+        await bench.measure(backend, config, "watch", run)
+    finally:
+        done.set()
+        await sampler
+
+    async def memory() -> tuple[dict[str, float], dict[str, Any]]:
+        return {"mb": peak / MB, "delta_mb": (peak - before) / MB, "before_mb": before / MB}, {}
+
+    await bench.measure(backend, config, "rss_watches", memory)
+
+
+async def run_config(
+    bench: Bench, backend: str, config: str, server: ServerProcess, *, first: bool, which: frozenset[str]
+) -> None:
+    """One server configuration: memory and loading on the first, then the workloads in `which`."""
+    idle = 0
+    if first:
+        idle = await _settled_rss(server)
+
+        async def idle_row() -> tuple[dict[str, float], dict[str, Any]]:
+            return {"mb": idle / MB}, {}
+
+        await bench.measure(backend, config, "rss_idle", idle_row)
+        await load_objects(bench, server)
+    keep_for_floor = first and not bench.skip_floor and bench.floor_routes is None
+    routes = RouteWriter(bench.workdir / "floor-routes") if keep_for_floor else None
+    paths, list_bytes, encoded = await capture(bench, server, routes)
+    if first:
+        loaded = await _settled_rss(server)
+
+        async def objects_row() -> tuple[dict[str, float], dict[str, Any]]:
+            delta = loaded - idle
+            return {
+                "mb": loaded / MB,
+                "delta_mb": delta / MB,
+                "encoded_mb": encoded / MB,
+                "x_encoded": delta / encoded,
+            }, {"list_bytes": list_bytes}
+
+        await bench.measure(backend, config, "rss_objects", objects_row)
+    if routes is not None:
+        bench.floor_routes = routes.directory
+        bench.floor_cert_dir = server.cert_dir
+        bench.floor_paths = paths
+        bench.floor_list_bytes = list_bytes
+    endpoint = Endpoint(server.url, server.client_tls)
+    await request_suite(bench, backend, config, endpoint, paths, list_bytes, which)
+    if "watch" in which:
+        namespace = "bench-watch-" + "".join(c if c.isalnum() else "-" for c in config)
+        await watch_fanout(bench, backend, config, server, namespace)
+
+
+def configurations(command: ServerCommand) -> list[tuple[str, list[str], frozenset[str]]]:
+    """(name, extra flags, workloads) for each configuration this server's flags allow."""
+    flags = server_flags(command)
+    configs: list[tuple[str, list[str], frozenset[str]]] = [("default", [], EVERYTHING)]
+    if "--workers" in flags:
+        configs.append(("workers=1", ["--workers", "1"], EVERYTHING))
+    if "--watch-cache" in flags:
+        configs.append(("no cache", ["--watch-cache=false"], READS))
+    return configs
+
+
+async def bench_backend(bench: Bench, backend: str, backend_args: list[str]) -> None:
+    """Every configuration on one backend (same data), then the floor if it has not run yet."""
+    data_dir = bench.workdir / backend
+    for index, (config, extra, which) in enumerate(configurations(bench.command)):
+        log = bench.workdir / f"{backend}-{config.replace(' ', '-').replace('=', '')}.log"
+        bench.progress(f"{backend} / {config}: starting pizza-apiserver {' '.join([*backend_args, *extra])}")
+        try:
+            with running_server(data_dir, [*backend_args, *extra], log, bench.command) as server:
+                await run_config(bench, backend, config, server, first=index == 0, which=which)
+        except (RuntimeError, ToolError, aiohttp.ClientError, TimeoutError) as err:
+            bench.progress(f"{backend} / {config} aborted: {err}")
+            bench.rows.append(Row(backend, config, "setup", error=f"configuration aborted: {err}"))
+            if index == 0:
+                return  # nothing is loaded: the other configurations would measure an empty server
+    if not bench.skip_floor and not bench.floor_done and bench.floor_routes is not None:
+        await bench_floor(bench)
+
+
+async def bench_floor(bench: Bench) -> None:
+    """The floor subprocess on the captured bytes, driven exactly like the server's request suite."""
+    assert bench.floor_routes and bench.floor_cert_dir and bench.floor_paths
+    bench.floor_done = True
+    log = bench.workdir / "floor.log"
+    argv = [
+        sys.executable,
+        "-m",
+        "tests.bench.floor",
+        "--cert-dir",
+        str(bench.floor_cert_dir),
+        "--routes",
+        str(bench.floor_routes),
+    ]
+    bench.progress("floor: starting the minimal aiohttp HTTPS handler")
+    proc: subprocess.Popen[bytes] = spawn(argv, log)
+    try:
+        url = await asyncio.to_thread(wait_for_url, proc, log)
+        cert_dir = bench.floor_cert_dir
+        tls = TLSFiles(cert_dir / "admin.crt", cert_dir / "admin.key", cert_dir / "ca.crt")
+        which = READS | {"create_c8", "update_c8"}
+        await request_suite(
+            bench, "floor", "aiohttp", Endpoint(url, tls), bench.floor_paths, bench.floor_list_bytes, which
+        )
+    finally:
+        await asyncio.to_thread(stop, proc)
