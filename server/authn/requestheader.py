@@ -26,9 +26,9 @@ from aiohttp import web
 from apis.meta.errors import unauthorized
 from apis.meta.user import UserInfo
 from server.authn.ca_bundle import CABundle
+from server.authn.client_certs import ClientCertificates
 from server.authn.interface import AuthResult
 from server.authn.x509 import peer_certificate
-from server.serving.certs import peer_identity, verify_client_cert
 
 logger = logging.getLogger(__name__)
 
@@ -57,11 +57,21 @@ class RequestHeaderConfig:
 
 
 class RequestHeaderAuthenticator:
-    __slots__ = ("_config",)
+    __slots__ = ("_certs", "_config")
 
-    def __init__(self, config: Callable[[], RequestHeaderConfig | None]) -> None:
-        """`config` returns the current configuration (a callable so ConfigMap and file changes are seen)."""
+    def __init__(
+        self,
+        config: Callable[[], RequestHeaderConfig | None],
+        *,
+        certificates: ClientCertificates | None = None,
+    ) -> None:
+        """`config` returns the current configuration (a callable so ConfigMap and file changes are seen).
+
+        `certificates` caches parsing and signature checks across requests; a reloaded CA bundle
+        brings new certificate objects, which the cache does not match (`server.authn.client_certs`).
+        """
         self._config = config
+        self._certs = certificates if certificates is not None else ClientCertificates()
 
     async def authenticate(self, request: web.Request) -> AuthResult | None:
         config = self._config()
@@ -70,11 +80,11 @@ class RequestHeaderAuthenticator:
         der = peer_certificate(request)
         if der is None:
             return None
-        # CPU-only work on a ~1 KiB certificate (parse, one signature check): fine on the loop.
-        if not verify_client_cert(der, config.ca.certs):
+        # Parsed and signature-checked once per certificate and CA bundle (cached), then a clock check.
+        if not self._certs.verified(der, config.ca.certs):
             logger.debug("request-header proxy certificate not signed by the request-header CA")
             raise unauthorized()
-        common_name, _ = peer_identity(der)
+        common_name, _ = self._certs.identity(der)
         if config.allowed_names and common_name not in config.allowed_names:
             logger.info("request-header proxy certificate CN %r is not in the allowed list", common_name)
             raise unauthorized()

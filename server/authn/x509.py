@@ -14,29 +14,39 @@ from cryptography import x509
 
 from apis.meta.errors import unauthorized
 from apis.meta.user import UserInfo
+from server.authn.client_certs import ClientCertificates
 from server.authn.interface import AuthResult
-from server.serving.certs import peer_identity, verify_client_cert
 
 
 class X509Authenticator:
-    __slots__ = ("_client_cas",)
+    __slots__ = ("_certs", "_client_cas")
 
-    def __init__(self, client_cas: Callable[[], Sequence[x509.Certificate]] | None = None) -> None:
-        """`client_cas` returns the current client CA certificates (a callable so reloads are seen)."""
+    def __init__(
+        self,
+        client_cas: Callable[[], Sequence[x509.Certificate]] | None = None,
+        *,
+        certificates: ClientCertificates | None = None,
+    ) -> None:
+        """`client_cas` returns the current client CA certificates (a callable so reloads are seen).
+
+        `certificates` caches parsing and signature checks across requests (see
+        `server.authn.client_certs`); each authenticator has its own unless one is shared.
+        """
         self._client_cas = client_cas
+        self._certs = certificates if certificates is not None else ClientCertificates()
 
     async def authenticate(self, request: web.Request) -> AuthResult | None:
         der = peer_certificate(request)
         if der is None:
             return None
-        # CPU-only work on a DER blob of ~1 KiB (parse, one signature check): fine on the loop.
-        if self._client_cas is not None and not verify_client_cert(der, self._client_cas()):
+        # Parsed and signature-checked once per certificate and CA set (cached), then a clock check.
+        if self._client_cas is not None and not self._certs.verified(der, self._client_cas()):
             raise unauthorized()
-        common_name, organizations = peer_identity(der)
+        common_name, organizations = self._certs.identity(der)
         if not common_name:
             # kube's CommonNameUserConversion: a certificate without CN identifies nobody.
             return None
-        return AuthResult(UserInfo(common_name, groups=tuple(organizations)))
+        return AuthResult(UserInfo(common_name, groups=organizations))
 
 
 def peer_certificate(request: web.Request) -> bytes | None:

@@ -165,7 +165,12 @@ def issue_client_cert(
 
 def peer_identity(der: bytes) -> tuple[str, list[str]]:
     """Return (CN, [O...]) of a DER certificate: the user name and groups kube derives from it."""
-    subject = x509.load_der_x509_certificate(der).subject
+    return subject_identity(x509.load_der_x509_certificate(der))
+
+
+def subject_identity(cert: x509.Certificate) -> tuple[str, list[str]]:
+    """(CN, [O...]) of a parsed certificate; see ``peer_identity``."""
+    subject = cert.subject
     names = subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     common_name = str(names[0].value) if names else ""
     organizations = [str(a.value) for a in subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
@@ -177,6 +182,50 @@ def load_ca_bundle(path: Path) -> list[x509.Certificate]:
     return x509.load_pem_x509_certificates(path.read_bytes())
 
 
+@dataclass(frozen=True, slots=True)
+class ClientCertCheck:
+    """What checking a client certificate against a set of CAs found, apart from the clock.
+
+    Signature checks dominate the cost of authenticating a request with a client certificate, and
+    they do not change while the certificate and the CAs stay the same, so this is what callers may
+    cache (see ``server.authn.client_certs``); ``valid_at`` adds the time checks, which must be
+    redone on every use. Times are POSIX timestamps.
+    """
+
+    usable_for_client_auth: bool
+    not_before: float
+    not_after: float
+    # The validity window of every CA that directly signed the certificate.
+    issuer_windows: tuple[tuple[float, float], ...]
+
+    def valid_at(self, timestamp: float) -> bool:
+        if not self.usable_for_client_auth or not self.not_before <= timestamp <= self.not_after:
+            return False
+        return any(start <= timestamp <= end for start, end in self.issuer_windows)
+
+
+def check_client_cert(cert: x509.Certificate, cas: Iterable[x509.Certificate]) -> ClientCertCheck:
+    """Check usage and which of ``cas`` directly signed ``cert`` (CPU only: one signature check per CA)."""
+    usable = True
+    with contextlib.suppress(x509.ExtensionNotFound):
+        usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+        # Like Go's x509.Verify with ExtKeyUsageClientAuth: no EKU extension means any usage.
+        usable = (
+            ExtendedKeyUsageOID.CLIENT_AUTH in usages or ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE in usages
+        )
+    issuers = tuple(
+        (ca.not_valid_before_utc.timestamp(), ca.not_valid_after_utc.timestamp())
+        for ca in cas
+        if usable and _issued_by(cert, ca)
+    )
+    return ClientCertCheck(
+        usable_for_client_auth=usable,
+        not_before=cert.not_valid_before_utc.timestamp(),
+        not_after=cert.not_valid_after_utc.timestamp(),
+        issuer_windows=issuers,
+    )
+
+
 def verify_client_cert(der: bytes, cas: Sequence[x509.Certificate], *, now: datetime | None = None) -> bool:
     """Whether a client certificate was issued directly by one of ``cas`` and is usable for client auth.
 
@@ -184,21 +233,8 @@ def verify_client_cert(der: bytes, cas: Sequence[x509.Certificate], *, now: date
     to know *which* bundle (client CA vs. request-header CA) signed it, as kube verifies each
     separately. Intermediates are not supported: Python 3.11's ssl only exposes the leaf.
     """
-    moment = _utc(now)
     cert = x509.load_der_x509_certificate(der)
-    if not cert.not_valid_before_utc <= moment <= cert.not_valid_after_utc:
-        return False
-    with contextlib.suppress(x509.ExtensionNotFound):
-        usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
-        # Like Go's x509.Verify with ExtKeyUsageClientAuth: no EKU extension means any usage.
-        if (
-            ExtendedKeyUsageOID.CLIENT_AUTH not in usages
-            and ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE not in usages
-        ):
-            return False
-    return any(
-        _issued_by(cert, ca) and ca.not_valid_before_utc <= moment <= ca.not_valid_after_utc for ca in cas
-    )
+    return check_client_cert(cert, cas).valid_at(_utc(now).timestamp())
 
 
 def _ensure_ca(cert_path: Path, key_path: Path, name_prefix: str, now: datetime) -> _Pair:
