@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -28,6 +27,7 @@ from apis.meta.errors import StatusError, internal_error
 from apis.meta.user import UserInfo
 from server.audit.capture import CapturedBody, capture_request_body, response_body
 from server.audit.event import AuditRecord, object_ref, response_status, source_ips, user_agent
+from server.audit.ids import new_audit_id
 from server.audit.policy import (
     LEVEL_NONE,
     LEVEL_REQUEST,
@@ -72,7 +72,7 @@ class Sink(Protocol):
 
 @web.middleware
 async def audit_init(request: web.Request, handler: Handler) -> web.StreamResponse:
-    audit_id = request.headers.get(HEADER_AUDIT_ID) or str(uuid.uuid4())
+    audit_id = request.headers.get(HEADER_AUDIT_ID) or new_audit_id()
     request[AUDIT_ID_KEY] = audit_id
     request[RECEIVED_KEY] = datetime.now(UTC)
     try:
@@ -165,7 +165,7 @@ def new_record(
     request: web.BaseRequest, info: RequestInfo, user: UserInfo | None, config: RequestAuditConfig
 ) -> AuditRecord:
     """kube's NewEventFromRequest / LogRequestMetadata."""
-    audit_id = request.get(AUDIT_ID_KEY) or request.headers.get(HEADER_AUDIT_ID) or str(uuid.uuid4())
+    audit_id = request.get(AUDIT_ID_KEY) or request.headers.get(HEADER_AUDIT_ID) or new_audit_id()
     return AuditRecord(
         level=config.level,
         audit_id=audit_id,
