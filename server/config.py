@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from registry.generic.installation import GroupInstallation
+from registry.generic.cache.feed import GroupFeed
+from registry.generic.installation import GroupInstallation, attach_watch_cache
 from registry.generic.key_migration import move_legacy_keys
 from server.audit.pipeline import AuditPipeline, build_audit
 from server.authn.delegated import Authentication, start_authentication
@@ -28,6 +29,9 @@ from server.serving.tls import ReloadingTLS
 from storage.interface import Interface
 
 logger = logging.getLogger(__name__)
+
+# How long start-up waits for the watch caches to be filled before serving anyway.
+CACHE_FILL_WAIT = 30.0
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class Config:
     security: Security
     # None when no audit backend is configured.
     audit: AuditPipeline | None = None
+    # The watch caches' feeds, one per group (none with --watch-cache=false).
+    feeds: list[GroupFeed] = field(default_factory=list)
 
     async def close(self) -> None:
         """After the HTTP runner is cleaned up: flush audit (events of requests that were still running
@@ -78,6 +84,8 @@ class Config:
         with contextlib.suppress(Exception):
             await self.tls.stop()
         await self.security.close()
+        for feed in self.feeds:
+            await feed.stop()
         await self.storage.close()
 
 
@@ -157,15 +165,27 @@ async def build_config(options: Options) -> Config:
         await security.close()
         raise
     installations = [install(storage) for install in INSTALLERS]
+    feeds: list[GroupFeed] = []
     try:
         for installation in installations:
             for store in installation.stores.values():
                 await move_legacy_keys(store)
+        if options.watch_cache:
+            feeds = [attach_watch_cache(installation) for installation in installations]
+            for feed in feeds:
+                feed.start()
+            # Serving before the caches are filled would be correct (reads go to storage meanwhile),
+            # but the first requests would be slow; kube likewise waits for its caches to sync.
+            for feed in feeds:
+                if not await feed.wait_ready(CACHE_FILL_WAIT):
+                    logger.warning("watch cache for %s not filled yet; serving from storage", feed.prefix)
     except BaseException:
+        for feed in feeds:
+            await feed.stop()
         await storage.close()
         await security.close()
         raise
-    return Config(options, serving, tls, storage, installations, security, audit)
+    return Config(options, serving, tls, storage, installations, security, audit, feeds)
 
 
 def write_admin_kubeconfig(config: Config, server_url: str) -> Path:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from apis.runtime.kinds import GroupInfo
 from registry.generic.admission import MutatingPlugin, ValidatingPlugin
+from registry.generic.cache.feed import GroupFeed
 from registry.generic.store import Store
 from registry.generic.strategy import Strategy
 
@@ -23,3 +24,15 @@ class GroupInstallation:
     subresources: dict[str, dict[str, Strategy]] = field(default_factory=dict)
     mutating: tuple[MutatingPlugin, ...] = ()
     validating: tuple[ValidatingPlugin, ...] = ()
+
+
+def attach_watch_cache(installation: GroupInstallation) -> GroupFeed:
+    """Give every store of the group a watch cache, all filled by one feed over the group's keys
+    (started by the caller, which also stops it)."""
+    stores = list(installation.stores.values())
+    caches = [store.new_cache() for store in stores]
+    storage = stores[0].storage
+    feed = GroupFeed(storage, f"/{installation.group.group}/", caches)
+    for store, cache in zip(stores, caches, strict=True):
+        store.cache = cache
+    return feed

@@ -8,8 +8,9 @@ storage. Dry-run runs every step and skips only the write.
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+import functools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from apis.meta import errors
@@ -18,13 +19,17 @@ from apis.meta.field import invalid
 from apis.meta.validation import validate_object_meta, validate_object_meta_update
 from apis.runtime.codec import Codec
 from registry.generic import metadata, paging
+from registry.generic.cache.feed import Unserved
+from registry.generic.cache.resource_cache import ResourceCache
+from registry.generic.cache.stored import StoredObject
+from registry.generic.cache.watchers import OpenWatch
 from registry.generic.deletion import finalizers_for, mark_as_deleting, should_delete_during_update
-from registry.generic.keys import list_prefix, object_key
+from registry.generic.keys import list_prefix, object_key, resource_prefix
 from registry.generic.managed_fields import FieldManager, update_managed_fields
-from registry.generic.options import DeleteOptions, ListOptions, ObjectList, WatchEvent, WatchOptions
+from registry.generic.options import DeleteOptions, ListOptions, ObjectList, WatchOptions
 from registry.generic.storage_errors import interpret, parse_resource_version
 from registry.generic.strategy import Strategy
-from registry.generic.watch import watch_objects
+from registry.generic.watch import watch_storage
 from storage import interface as st
 
 # Validating admission, called with (new, old); raises StatusError to deny.
@@ -40,13 +45,22 @@ async def _allow(new: Any, old: Any | None) -> None:
     return None
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Store:
     codec: Codec
     strategy: Strategy
     storage: st.Interface
     # generateName → name (kube: the strategy's names.NameGenerator); replaceable to make collisions testable.
     name_generator: Callable[[str], str] = metadata.generate_name
+    # The watch cache serving reads and watches (attached by the server with --watch-cache); None
+    # reads through to storage. Writes always go to storage.
+    cache: ResourceCache | None = None
+
+    def new_cache(self) -> ResourceCache:
+        """An empty cache for this resource; a GroupFeed fills it."""
+        return ResourceCache(
+            self.codec, resource_prefix(self.codec.group, self.codec.kind.resource), self.selectable_fields
+        )
 
     @property
     def resource(self) -> GroupResource:
@@ -80,25 +94,61 @@ class Store:
 
     # --- reads -----------------------------------------------------------------------------------
 
-    async def get(self, namespace: str, name: str, *, resource_version: str = "") -> Any:
+    async def read(self, namespace: str, name: str, *, resource_version: str = "") -> StoredObject:
+        """One object, from the cache when it can answer (see ResourceCache.get), else from storage."""
+        key = self.key(namespace, name)
+        if self.cache is not None:
+            try:
+                found = await self.cache.get(key, resource_version)
+            except Unserved:
+                pass
+            except st.StorageError as e:
+                raise interpret(e, self.resource, name) from e
+            else:
+                if found is None:
+                    raise errors.not_found(self.resource, name)
+                return found
         # Any resourceVersion ("0" = any, N = not older than N) is served by the newest state, as kube
         # does when it reads through to storage; it still has to be a valid one, and not from the future.
         rv = parse_resource_version(resource_version)
         try:
             if rv and (current := await self.storage.current_revision()) < rv:
                 raise st.FutureRevision(rv, current)
-            kv = await self.storage.get(self.key(namespace, name))
+            kv = await self.storage.get(key)
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
-        return self._decode(kv)
+        return self.stored(self._decode(kv), key)
 
-    async def list(self, namespace: str, options: ListOptions) -> ObjectList:
+    async def get(self, namespace: str, name: str, *, resource_version: str = "") -> Any:
+        """The hub object, the caller's to change."""
+        return (await self.read(namespace, name, resource_version=resource_version)).hub()
+
+    async def read_list(self, namespace: str, options: ListOptions) -> ObjectList:
+        """A list of StoredObjects, from the cache when it can answer (see ResourceCache.list)."""
+        prefix = self.prefix(namespace)
         try:
-            return await paging.list_objects(
-                self, self.prefix(namespace), options, all_namespaces=self._all_namespaces(namespace)
+            if self.cache is not None:
+                try:
+                    return await self.cache.list(prefix, options)
+                except Unserved:
+                    pass
+            result = await paging.list_objects(
+                self, prefix, options, all_namespaces=self._all_namespaces(namespace)
             )
         except st.StorageError as e:
             raise interpret(e, self.resource, "") from e
+        items = [self.stored(hub) for hub in result.items]
+        return replace(result, items=items)
+
+    async def list(self, namespace: str, options: ListOptions) -> ObjectList:
+        """A list of hub objects, the caller's to change."""
+        result = await self.read_list(namespace, options)
+        return replace(result, items=[obj.hub() for obj in result.items])
+
+    def stored(self, hub: Any, key: str = "") -> StoredObject:
+        """A hub read through from storage, in the form the read paths serve (it keeps the hub)."""
+        key = key or self.key(hub.metadata.get("namespace", ""), hub.metadata.get("name", ""))
+        return StoredObject.from_hub(self.codec, key, hub, self.selectable_fields(hub), keep_hub=True)
 
     def matches(self, obj: Any, options: ListOptions | WatchOptions) -> bool:
         return options.predicate.matches(obj.metadata.get("labels") or {}, self.selectable_fields(obj))
@@ -110,10 +160,21 @@ class Store:
         fields.update(self.strategy.field_attributes(obj))
         return fields
 
-    def watch(self, namespace: str, options: WatchOptions) -> AsyncIterator[WatchEvent]:
-        return watch_objects(
-            self, self.prefix(namespace), options, all_namespaces=self._all_namespaces(namespace)
-        )
+    async def watch(self, namespace: str, options: WatchOptions) -> OpenWatch:
+        """Start a watch. Errors known before any event (a resourceVersion too old for the cache, or
+        from the future) are raised here; errors found later end the watcher with `error` set."""
+        prefix = self.prefix(namespace)
+        if self.cache is not None:
+            cache = self.cache
+            try:
+                watcher = await cache.watch(prefix, options)
+            except Unserved:
+                pass
+            except st.StorageError as e:
+                raise interpret(e, self.resource, "") from e
+            else:
+                return OpenWatch(watcher, functools.partial(cache.progress, watcher), cache.stop_watching)
+        return watch_storage(self, prefix, options, all_namespaces=self._all_namespaces(namespace))
 
     # --- create ----------------------------------------------------------------------------------
 
@@ -457,15 +518,10 @@ class Store:
     ) -> ObjectList:
         """kube's DeleteCollection: list (a single page when the caller set a limit), delete every item
         on its own (items already gone are skipped) and answer with the list as it was read."""
-        listed = await self.list(namespace, list_options)
+        listed = await self.read_list(namespace, list_options)
         for item in listed.items:
             try:
-                await self.delete(
-                    item.metadata.get("namespace", ""),
-                    item.metadata["name"],
-                    delete_options,
-                    validate=validate,
-                )
+                await self.delete(item.namespace, item.name, delete_options, validate=validate)
             except StatusError as e:
                 if e.code != 404:
                     raise

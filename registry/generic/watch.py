@@ -8,16 +8,23 @@ matches" stays correct.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import logging
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
+from apis.meta import errors
+from apis.meta.errors import StatusError
 from registry.generic import paging
+from registry.generic.cache.watchers import QUEUE_CAPACITY, STOPPED, CacheWatcher, OpenWatch
 from registry.generic.options import ListOptions, WatchEvent, WatchOptions
-from registry.generic.storage_errors import parse_resource_version
+from registry.generic.storage_errors import interpret, parse_resource_version
 from storage import interface as st
 
 if TYPE_CHECKING:
     from registry.generic.store import Store
+
+logger = logging.getLogger(__name__)
 
 # Not sent to clients: the revision the watch has reached without an event for this watcher (its
 # start, or a change filtered out), which is what a BOOKMARK may report.
@@ -33,7 +40,7 @@ def _wants_initial_events(options: WatchOptions, rv: int) -> bool:
 
 async def watch_objects(
     store: Store, prefix: str, options: WatchOptions, *, all_namespaces: bool
-) -> AsyncIterator[WatchEvent]:
+) -> AsyncGenerator[WatchEvent, None]:
     rv = parse_resource_version(options.resource_version)
     if _wants_initial_events(options, rv):
         # A watch-list with a resourceVersion wants a state not older than it (FutureRevision if the
@@ -54,10 +61,16 @@ async def watch_objects(
     else:
         start = await store.storage.current_revision()
     events = store.storage.watch(prefix, start)
-    yield WatchEvent(PROGRESS, None, start)
-    async for event in events:
-        translated = _translate(store, event, options)
-        yield translated or WatchEvent(PROGRESS, None, event.revision)
+    try:
+        yield WatchEvent(PROGRESS, None, start)
+        async for event in events:
+            if event.type is st.EventType.PROGRESS:
+                yield WatchEvent(PROGRESS, None, event.revision)
+                continue
+            translated = _translate(store, event, options)
+            yield translated or WatchEvent(PROGRESS, None, event.revision)
+    finally:
+        await events.aclose()
 
 
 def _translate(store: Store, event: st.Event, options: WatchOptions) -> WatchEvent | None:
@@ -77,3 +90,44 @@ def _translate(store: Store, event: st.Event, options: WatchOptions) -> WatchEve
     if before:
         return WatchEvent("DELETED", previous, event.revision)
     return None
+
+
+def watch_storage(store: Store, prefix: str, options: WatchOptions, *, all_namespaces: bool) -> OpenWatch:
+    """A watch read through to storage (no cache, or the cache cannot serve it): a task pumps the
+    translated storage events into the same kind of watcher queue the cache fills, so the HTTP layer
+    streams both the same way."""
+    watcher = CacheWatcher(options.predicate, "", after=0)
+    reached = [0]
+    events = watch_objects(store, prefix, options, all_namespaces=all_namespaces)
+
+    async def pump() -> None:
+        try:
+            async for event in events:
+                # Storage already cuts off a watcher that stops reading; here the stream only has to
+                # keep the queue short, waiting for the HTTP side to drain it.
+                while len(watcher.pending) >= QUEUE_CAPACITY // 2 and watcher.ended is None:
+                    await asyncio.sleep(0.005)
+                reached[0] = max(reached[0], event.revision)
+                if event.type == PROGRESS:
+                    continue
+                obj = store.stored(event.object) if event.object is not None else None
+                watcher.offer(WatchEvent(event.type, obj, event.revision, event.initial_events_end))
+                if watcher.ended is not None:
+                    return
+            watcher.end(STOPPED)
+        except StatusError as e:
+            watcher.fail(e)
+        except st.StorageError as e:
+            watcher.fail(interpret(e, store.resource, ""))
+        except Exception as e:  # a watch must end with an ERROR event, never hang
+            logger.exception("watch of %s failed", store.resource)
+            watcher.fail(errors.internal_error(str(e)))
+        finally:
+            await events.aclose()
+
+    task = asyncio.get_running_loop().create_task(pump())
+
+    def stop(_: CacheWatcher) -> None:
+        task.cancel()
+
+    return OpenWatch(watcher, lambda: reached[0], stop)

@@ -1,4 +1,4 @@
-"""GET of one object and LIST of a collection."""
+"""GET of one object and LIST of a collection, answered from each object's memoized encoding."""
 
 from __future__ import annotations
 
@@ -6,31 +6,53 @@ from aiohttp import web
 
 from server.endpoints.negotiation import negotiate_output
 from server.endpoints.query import list_options
-from server.endpoints.render import include_object, render_list, render_object
+from server.endpoints.render import include_object, list_parts, object_bytes
 from server.endpoints.scope import ResourceScope
 from server.request_info import RequestInfo
-from server.responses import object_response
+
+# A list answer larger than this is written in pieces of about this size (kube streams list
+# encoding), so a LIST of 10,000 objects never becomes one multi-megabyte string in memory.
+STREAM_OVER = 1 << 20
 
 
 async def get_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
     output = negotiate_output(
         request.headers.get("Accept"), allow_transforms=("Table", "PartialObjectMetadata")
     )
-    hub = await scope.store.get(
+    obj = await scope.store.read(
         info.namespace, info.name, resource_version=request.query.get("resourceVersion", "")
     )
-    body = render_object(scope, hub, output, include=include_object(request.query, output))
-    return object_response(body, content_type=output.content_type, pretty=_pretty(request))
+    body = object_bytes(
+        scope, obj, output, include=include_object(request.query, output), pretty=_pretty(request)
+    )
+    return web.Response(body=body, headers={"Content-Type": output.content_type})
 
 
-async def list_objects(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+async def list_objects(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.StreamResponse:
     output = negotiate_output(
         request.headers.get("Accept"), allow_transforms=("Table", "PartialObjectMetadataList")
     )
     options = list_options(request.query, scope.selectable_fields())
-    result = await scope.store.list(info.namespace, options)
-    body = render_list(scope, result, output, include=include_object(request.query, output))
-    return object_response(body, content_type=output.content_type, pretty=_pretty(request))
+    result = await scope.store.read_list(info.namespace, options)
+    parts = list_parts(
+        scope, result, output, include=include_object(request.query, output), pretty=_pretty(request)
+    )
+    size = sum(len(part) for part in parts)
+    if size <= STREAM_OVER:
+        return web.Response(body=b"".join(parts), headers={"Content-Type": output.content_type})
+    response = web.StreamResponse(headers={"Content-Type": output.content_type})
+    response.content_length = size
+    await response.prepare(request)
+    batch: list[bytes] = []
+    pending = 0
+    for part in parts:
+        batch.append(part)
+        pending += len(part)
+        if pending >= STREAM_OVER:
+            await response.write(b"".join(batch))
+            batch, pending = [], 0
+    await response.write_eof(b"".join(batch))
+    return response
 
 
 def _pretty(request: web.Request) -> bool:

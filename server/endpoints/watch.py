@@ -12,36 +12,37 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 from aiohttp import web
 from multidict import MultiDict
 
-from apis.meta import errors
 from apis.meta.errors import StatusError
 from apis.meta.fields import escape_value
+from registry.generic.cache.watchers import TOO_SLOW, OpenWatch
 from registry.generic.options import WatchEvent
-from registry.generic.storage_errors import interpret, parse_resource_version
+from registry.generic.storage_errors import parse_resource_version
 from server.endpoints.negotiation import Output, negotiate_output
 from server.endpoints.query import watch_options
-from server.endpoints.render import include_object, render_object
+from server.endpoints.render import include_object, is_plain_json, render_stored
 from server.endpoints.scope import ResourceScope
 from server.request_info import RequestInfo
 from server.request_state import MIN_REQUEST_TIMEOUT
-from storage.interface import StorageError
 
 logger = logging.getLogger(__name__)
 
 BOOKMARK_EVERY = 60.0
 # kube sends the last bookmark this long before the deadline, so a client can resume from it.
 BOOKMARK_BEFORE_DEADLINE = 2.0
-QUEUE_SIZE = 1024
+# The dispatcher writes an event straight into a connection only while less than this is buffered
+# for it; past that, events queue for the stream's own task, which waits for the client to read.
+WRITE_NOW_LIMIT = 64 * 1024
+# How long a finished stream may take to reach a client that does not read, before it is cut.
+FINISH_GRACE = 5.0
 # aiohttp does not cancel a handler whose client disconnected (kube's request context does), so an
 # idle watch looks at its connection this often; otherwise it would hold a storage watch until timeout.
 CLIENT_CHECK_EVERY = 1.0
-_END = object()
 
 
 def watch_timeout(requested: int | None, min_request_timeout: float) -> float:
@@ -74,31 +75,24 @@ def _should_end(request: web.Request) -> bool:
     return _client_gone(request) or (shutting_down is not None and shutting_down.is_set())
 
 
-async def _pump(events: AsyncIterator[WatchEvent], queue: asyncio.Queue, scope: ResourceScope) -> None:
-    try:
-        async for event in events:
-            await queue.put(event)
-        await queue.put(_END)
-    except StatusError as e:
-        await queue.put(e)
-    except StorageError as e:
-        await queue.put(interpret(e, scope.resource, ""))
-    except Exception as e:  # a watch must end with an ERROR event, never hang
-        logger.exception("watch of %s failed", scope.resource)
-        await queue.put(errors.internal_error(str(e)))
-
-
 class _Encoder:
     """Renders events in the negotiated form; a Table's column definitions go in the first event only."""
 
     def __init__(self, scope: ResourceScope, output: Output, include: str) -> None:
         self.scope, self.output, self.include = scope, output, include
         self.headers_sent = False
+        self.plain = is_plain_json(output, pretty=False)
 
     def event(self, event: WatchEvent) -> bytes:
         if event.type == "BOOKMARK":
             return self._line("BOOKMARK", self.bookmark(event.revision, event.initial_events_end))
-        body = render_object(self.scope, event.object, self.output, include=self.include)
+        if self.plain:
+            # Encode once: the object's bytes are shared by every watcher and every read of it.
+            return b'{"type":"%s","object":%s}\n' % (
+                event.type.encode(),
+                event.object.json(self.scope.version),
+            )
+        body = render_stored(self.scope, event.object, self.output, include=self.include)
         if self.output.transform == "Table":
             if self.headers_sent:
                 # kube sets TableOptions.NoHeaders after the first event: Go encodes the nil slice as null.
@@ -134,46 +128,94 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
     encoder = _Encoder(scope, output, include_object(request.query, output))
     timeout = watch_timeout(requested_timeout, request.config_dict.get(MIN_REQUEST_TIMEOUT, 1800.0))
 
-    events = scope.store.watch(info.namespace, options)
-    queue: asyncio.Queue = asyncio.Queue(QUEUE_SIZE)
-    pump = asyncio.create_task(_pump(events, queue, scope))
+    opened: OpenWatch | None = None
+    opening_error: StatusError | None = None
+    try:
+        opened = await scope.store.watch(info.namespace, options)
+    except StatusError as e:
+        opening_error = e
     response = web.StreamResponse(headers={"Content-Type": output.content_type})
     response.enable_chunked_encoding()
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    next_bookmark = _next_bookmark(loop.time(), deadline) if options.allow_bookmarks else None
-    revision = 0
     try:
         await response.prepare(request)
-        while (now := loop.time()) < deadline:
-            if _should_end(request):
-                break
-            until = deadline if next_bookmark is None else next_bookmark
-            wait = min(max(until - now, 0), CLIENT_CHECK_EVERY)
-            try:
-                item = await asyncio.wait_for(queue.get(), wait)
-            except TimeoutError:
-                if next_bookmark is not None and loop.time() >= next_bookmark:
-                    if revision:
-                        await response.write(encoder.event(WatchEvent("BOOKMARK", None, revision)))
-                    next_bookmark = _next_bookmark(loop.time(), deadline)
-                continue
-            if item is _END:
-                break
-            if isinstance(item, StatusError):
-                await response.write(orjson.dumps({"type": "ERROR", "object": item.status()}) + b"\n")
-                break
-            revision = max(revision, item.revision)
-            if item.type == "PROGRESS" or (item.type == "BOOKMARK" and not options.allow_bookmarks):
-                continue
-            await response.write(encoder.event(item))
-        await response.write_eof()
-    except ConnectionResetError:
+        await response.write(b"")  # the headers go out now: the client knows the watch started
+        if opened is None:
+            assert opening_error is not None
+            await response.write(_error_line(opening_error))
+        else:
+            # A client that stops reading must not hold the stream past its deadline (a write would
+            # wait for it forever); one that could not keep up is cut off at once and re-watches.
+            async with asyncio.timeout(timeout + FINISH_GRACE):
+                await _stream(request, response, opened, encoder, timeout, options.allow_bookmarks)
+            if opened.watcher.ended == TOO_SLOW and request.transport is not None:
+                request.transport.abort()
+                return response
+        async with asyncio.timeout(FINISH_GRACE):
+            await response.write_eof()
+    except (ConnectionResetError, ConnectionError):
         pass  # the client went away; nothing left to tell it
+    except TimeoutError:
+        if request.transport is not None:
+            request.transport.abort()
     finally:
-        pump.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await pump
-        with contextlib.suppress(Exception):
-            await events.aclose()  # type: ignore[attr-defined]
+        if opened is not None:
+            opened.stop(opened.watcher)
     return response
+
+
+def _error_line(error: StatusError) -> bytes:
+    return orjson.dumps({"type": "ERROR", "object": error.status()}) + b"\n"
+
+
+async def _stream(
+    request: web.Request,
+    response: web.StreamResponse,
+    opened: OpenWatch,
+    encoder: _Encoder,
+    timeout: float,
+    allow_bookmarks: bool,
+) -> None:
+    """Drain the watcher's queue into the response until the deadline, the client leaves or the
+    watch ends; while nothing is queued, the dispatcher writes events straight into the connection."""
+    watcher = opened.watcher
+    transport = request.transport
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    next_bookmark = _next_bookmark(loop.time(), deadline) if allow_bookmarks else None
+
+    def write_now(event: WatchEvent) -> bool:
+        if transport is None or transport.is_closing() or transport.get_write_buffer_size() > WRITE_NOW_LIMIT:
+            return False
+        line = encoder.event(event)
+        transport.write(b"%x\r\n%s\r\n" % (len(line), line))
+        return True
+
+    watcher.write_now = write_now
+    pending = watcher.pending
+    while True:
+        while pending:
+            event = pending.popleft()
+            if event.type == "BOOKMARK" and not allow_bookmarks:
+                continue
+            await response.write(encoder.event(event))
+        if watcher.ended is not None:
+            if watcher.error is not None:
+                await response.write(_error_line(watcher.error))
+            return
+        now = loop.time()
+        if now >= deadline or _should_end(request):
+            return
+        if next_bookmark is not None and now >= next_bookmark:
+            if pending:
+                continue  # a bookmark never overtakes an event at or below its revision
+            revision = opened.progress()
+            if revision:
+                await response.write(encoder.event(WatchEvent("BOOKMARK", None, revision)))
+            next_bookmark = _next_bookmark(now, deadline)
+            continue
+        until = deadline if next_bookmark is None else min(deadline, next_bookmark)
+        watcher.wakeup.clear()
+        if pending or watcher.ended is not None:
+            continue
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(watcher.wakeup.wait(), min(max(until - now, 0), CLIENT_CHECK_EVERY))

@@ -1,0 +1,230 @@
+"""Keeps a group's resource caches current: one list, then one storage watch over the group's keys.
+
+kube runs one reflector per resource. Here one feed serves every resource of a group, because one
+stream over `/<group>/` tells each cache more: an event of any resource proves that every change of
+the others up to that revision has been seen, so consistent reads and bookmarks advance with the
+group's writes, not only with the resource's own (and, where the backend offers progress
+notifications, with every write in the store).
+
+A failed or compacted watch makes the feed not ready: its watchers are ended (the clients re-watch),
+reads go to storage, and the feed lists again after a short back-off (kube's reflector relist).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from registry.generic.cache.watchers import REINITIALIZED, STOPPED
+from storage import interface as st
+
+if TYPE_CHECKING:
+    from registry.generic.cache.resource_cache import ResourceCache
+
+logger = logging.getLogger(__name__)
+
+# kube lists the resource in pages of 10,000 when (re)filling the cache.
+LIST_PAGE = 10_000
+# kube's blockTimeout: how long a read waits for the cache to reach a revision before giving up.
+BLOCK_TIMEOUT = 3.0
+# Without progress notifications the cache cannot know whether a newer revision concerns it; it waits
+# this long for an event already on its way, then the read goes to storage.
+IN_FLIGHT_WAIT = 0.02
+# kube's cacher asks etcd for progress every 100 ms while readers wait; bookmarks are due every
+# second or so, and a progress request then moves their resourceVersion on without writes.
+PROGRESS_EVERY = 1.0
+# Objects decoded between two yields to the loop while (re)filling: a large list must not stall it.
+DECODE_BATCH = 200
+MAX_RETRY_DELAY = 5.0
+
+
+class Unserved(Exception):
+    """The cache cannot answer this read as asked (not ready, or not provably fresh): read storage."""
+
+
+class GroupFeed:
+    def __init__(
+        self,
+        storage: st.Interface,
+        prefix: str,
+        caches: Sequence[ResourceCache],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.storage = storage
+        self.prefix = prefix
+        self.caches = tuple(caches)
+        self.clock = clock
+        # Every change at or below this revision under `prefix` is in the caches.
+        self.revision = 0
+        self.ready = False
+        self._stream: st.WatchStream | None = None
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        for cache in self.caches:
+            cache.feed = self
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._run()), loop.create_task(self._tick())]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+        self._unready(STOPPED)
+
+    async def wait_ready(self, timeout: float) -> bool:
+        """For start-up and tests: whether the first fill finished within `timeout` seconds."""
+        deadline = self.clock() + timeout
+        while not self.ready and self.clock() < deadline:
+            await asyncio.sleep(0.01)
+        return self.ready
+
+    async def _run(self) -> None:
+        delay = 0.1
+        while True:
+            try:
+                await self._list_and_watch()
+            except asyncio.CancelledError:
+                raise
+            except st.TooOldResourceVersion as e:
+                logger.info("watch cache for %s: %s; listing again", self.prefix, e)
+            except Exception as e:
+                logger.warning(
+                    "watch cache for %s failed (%s); listing again in %.1fs", self.prefix, e, delay
+                )
+            else:
+                delay = 0.1
+            self._unready(REINITIALIZED)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, MAX_RETRY_DELAY)
+
+    async def _list_and_watch(self) -> None:
+        loaded: dict[ResourceCache, list] = {cache: [] for cache in self.caches}
+        revision, start = 0, None
+        decoded = 0
+        while True:
+            page = await self.storage.list(self.prefix, revision=revision, start_key=start, limit=LIST_PAGE)
+            revision = page.revision
+            for kv in page.items:
+                cache = self._route(kv.key)
+                if cache is not None and (obj := cache.ingest(kv.key, kv.value, kv.mod_revision)) is not None:
+                    loaded[cache].append(obj)
+                decoded += 1
+                if decoded % DECODE_BATCH == 0:
+                    await asyncio.sleep(0)
+            if not page.more or not page.items:
+                break
+            start = page.items[-1].key + "\x00"
+        stream = self.storage.watch(self.prefix, revision)
+        try:
+            for cache, objects in loaded.items():
+                cache.replace(objects, revision)
+            self._stream = stream
+            self.ready = True
+            self._advance(revision)
+            logger.info(
+                "watch cache for %s filled at revision %d (%d objects)", self.prefix, revision, decoded
+            )
+            async for event in stream:
+                if event.type is st.EventType.PROGRESS:
+                    self._advance(event.revision)
+                    continue
+                if event.revision <= self.revision:
+                    continue  # already in the caches (a stream never repeats; this is defence)
+                cache = self._route(event.key)
+                if cache is not None:
+                    cache.apply(event, self.clock())
+                self._advance(event.revision)
+        finally:
+            self._stream = None
+            with contextlib.suppress(Exception):
+                await stream.aclose()
+
+    async def _tick(self) -> None:
+        """Ask for progress while anyone watches, so bookmarks advance with the store's revision."""
+        while True:
+            await asyncio.sleep(PROGRESS_EVERY)
+            if self._stream is not None and any(cache.watchers for cache in self.caches):
+                self._stream.request_progress()
+
+    def _route(self, key: str) -> ResourceCache | None:
+        for cache in self.caches:
+            if key.startswith(cache.prefix):
+                return cache
+        return None
+
+    def _unready(self, reason: str) -> None:
+        self.ready = False
+        for cache in self.caches:
+            cache.end_watchers(reason)
+
+    # --- freshness -------------------------------------------------------------------------------
+
+    def _advance(self, revision: int) -> None:
+        if revision <= self.revision:
+            return
+        self.revision = revision
+        if self._waiters:
+            waiting = []
+            for target, future in self._waiters:
+                if target <= revision:
+                    if not future.done():
+                        future.set_result(None)
+                else:
+                    waiting.append((target, future))
+            self._waiters = waiting
+
+    async def wait_for(self, revision: int, timeout: float = BLOCK_TIMEOUT) -> bool:
+        """Whether the caches reach `revision` within `timeout` seconds."""
+        if self.revision >= revision:
+            return True
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((revision, future))
+        try:
+            await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def fresh(self) -> int:
+        """kube's consistent read from cache: wait until the caches hold every change the store had
+        acknowledged when this was called; returns that revision. Raises Unserved when that cannot be
+        confirmed in time (the read then goes to storage, as kube falls back)."""
+        if not self.ready:
+            raise Unserved
+        target = await self.storage.current_revision()
+        if self.revision >= target:
+            return target
+        if not await self.wait_for(target, self._progress_timeout()):
+            raise Unserved
+        return target
+
+    def _progress_timeout(self) -> float:
+        """Ask for progress; how long waiting for a revision is worth it depends on the answer."""
+        promised = self._stream is not None and self._stream.request_progress()
+        return BLOCK_TIMEOUT if promised else IN_FLIGHT_WAIT
+
+    async def reach(self, revision: int) -> None:
+        """A read "not older than `revision`": wait for the caches to get there (kube: 3 s), asking
+        for progress. A revision the store itself has not reached is "Too large resource version" at
+        once (kube waits the 3 s first; the answer is the same)."""
+        if not self.ready:
+            raise Unserved
+        if self.revision >= revision:
+            return
+        current = await self.storage.current_revision()
+        if current < revision:
+            raise st.FutureRevision(revision, current)
+        if not await self.wait_for(revision, self._progress_timeout()):
+            raise Unserved

@@ -1,0 +1,124 @@
+"""One watch served from the cache: its filter, and the queue between the dispatcher and the stream.
+
+The dispatcher never waits for a watcher (kube's cacher dispatches with a non-blocking send): it first
+offers the event to `write_now`, which the HTTP layer provides to write straight into the connection
+when nothing is queued and the connection takes data; otherwise the event is queued for the stream's
+own task. A watcher whose queue is full cannot keep up: it is ended (the client re-watches from its
+last resourceVersion), so it can neither hold memory without bound nor slow the others down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from apis.meta.errors import StatusError
+from registry.generic.cache.stored import StoredObject
+from registry.generic.cache.window import CacheEvent
+from registry.generic.options import Predicate, WatchEvent
+from storage.interface import EventType
+
+# kube sizes a watcher's channel from the window capacity, within [10, 1000] for an indexed watch;
+# this queue holds references to shared encoded objects, so a fixed generous bound is cheap.
+QUEUE_CAPACITY = 1000
+
+# Why a watch ended without the client asking: kube closes such watches and the client re-watches.
+TOO_SLOW = "the watcher could not keep up with the event rate"
+REINITIALIZED = "the watch cache was re-initialized"
+STOPPED = "the watch cache was stopped"
+
+WriteNow = Callable[[WatchEvent], bool]
+
+
+class CacheWatcher:
+    __slots__ = (
+        "after",
+        "capacity",
+        "ended",
+        "error",
+        "namespace_prefix",
+        "pending",
+        "predicate",
+        "wakeup",
+        "write_now",
+    )
+
+    def __init__(self, predicate: Predicate, namespace_prefix: str, after: int) -> None:
+        self.predicate = predicate
+        # Key prefix of the watched namespace, "" for every namespace.
+        self.namespace_prefix = namespace_prefix
+        # Events at or below this revision were in the initial state or came before the requested
+        # resourceVersion: never sent (kube's cacheWatcher drops rv <= its resourceVersion).
+        self.after = after
+        self.pending: deque[WatchEvent] = deque()
+        self.capacity = QUEUE_CAPACITY
+        self.wakeup = asyncio.Event()
+        self.write_now: WriteNow | None = None
+        self.ended: str | None = None
+        # Set when the watch ends on an error the client must see (an ERROR event), e.g. 410.
+        self.error: StatusError | None = None
+
+    def matches(self, obj: StoredObject) -> bool:
+        return self.predicate.matches(obj.labels, obj.fields)
+
+    def translate(self, event: CacheEvent) -> WatchEvent | None:
+        """kube's selector rule: leaving the selector is DELETED (the old state at this revision),
+        entering it is ADDED."""
+        if self.predicate.empty:
+            return WatchEvent(event.type.value, event.object, event.revision)
+        now = self.matches(event.object)
+        if event.type is EventType.DELETED:
+            return WatchEvent("DELETED", event.object, event.revision) if now else None
+        if event.prev is None:
+            return WatchEvent("ADDED", event.object, event.revision) if now else None
+        before = self.matches(event.prev)
+        if now:
+            return WatchEvent("MODIFIED" if before else "ADDED", event.object, event.revision)
+        if before:
+            return WatchEvent("DELETED", event.prev_at_revision(), event.revision)
+        return None
+
+    def dispatch(self, event: CacheEvent) -> None:
+        if self.ended is not None or event.revision <= self.after:
+            return
+        if self.namespace_prefix and not event.key.startswith(self.namespace_prefix):
+            return
+        translated = self.translate(event)
+        if translated is not None:
+            self.offer(translated)
+
+    def offer(self, event: WatchEvent) -> None:
+        if self.ended is not None:
+            return
+        if not self.pending and self.write_now is not None and self.write_now(event):
+            return
+        if len(self.pending) >= self.capacity:
+            self.end(TOO_SLOW)
+            return
+        self.pending.append(event)
+        self.wakeup.set()
+
+    def fail(self, error: StatusError) -> None:
+        """End after what is queued, with an ERROR event."""
+        if self.ended is None:
+            self.ended = error.message
+            self.error = error
+            self.wakeup.set()
+
+    def end(self, reason: str) -> None:
+        if self.ended is None:
+            self.ended = reason
+            self.pending.clear()
+            self.wakeup.set()
+
+
+@dataclass(frozen=True)
+class OpenWatch:
+    """A started watch, from the cache or read through: the watcher whose queue the stream drains,
+    the revision a bookmark may report now, and how to stop it."""
+
+    watcher: CacheWatcher
+    progress: Callable[[], int]
+    stop: Callable[[CacheWatcher], object]
