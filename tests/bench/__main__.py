@@ -117,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         from tests.bench.plot import write_plot
 
-        title = f"pizza-apiserver vs the aiohttp floor, {meta['started']}, {meta['host']['cores']} cores"
+        title = (
+            f"pizza-apiserver ({meta['server']}) vs the aiohttp floor, {meta['started']}, "
+            f"{meta['host']['cores']} cores"
+        )
         write_plot(args.plot, rows, sizes, title + (" (quick)" if args.quick else ""))
     return 1 if any(r.error for r in rows) else 0
 

@@ -28,6 +28,23 @@ LATENCY = (
 CREATE_TARGETS = {"embedded": 1200.0, "etcd": 1000.0}
 
 
+def memory_targets(rows: list[Row], backend: str) -> tuple[float | None, float | None]:
+    """The RSS each memory target allows: idle + 2x the encoded objects, the RSS before watches + 40 MB."""
+
+    def figures(workload: str) -> dict[str, float]:
+        match = next(
+            (r for r in rows if (r.backend, r.config, r.workload) == (backend, "default", workload)), None
+        )
+        return match.figures if match and not match.error else {}
+
+    idle, objects, watches = figures("rss_idle"), figures("rss_objects"), figures("rss_watches")
+    objects_limit = (
+        idle["mb"] + 2 * objects["encoded_mb"] if "mb" in idle and "encoded_mb" in objects else None
+    )
+    watches_limit = watches["before_mb"] + 40 if "before_mb" in watches else None
+    return objects_limit, watches_limit
+
+
 def write_plot(path: Path, rows: list[Row], sizes: dict[str, Any], title: str) -> None:
     import matplotlib
 
@@ -98,11 +115,15 @@ def write_plot(path: Path, rows: list[Row], sizes: dict[str, Any], title: str) -
             )
             values.append(match.figures.get("mb", 0.0) if match and not match.error else 0.0)
         w = 0.8 / max(1, len(backends))
-        axes[2].bar([x + (i - (len(backends) - 1) / 2) * w for x in range(3)], values, w, label=backend)
+        xs = [x + (i - (len(backends) - 1) / 2) * w for x in range(3)]
+        axes[2].bar(xs, values, w, label=backend)
+        for x, limit in zip(xs[1:], memory_targets(rows, backend), strict=True):
+            if limit is not None:
+                axes[2].hlines(limit, x - w / 2, x + w / 2, colors="red", linestyles="--")
     axes[2].set_xticks(range(3))
     axes[2].set_xticklabels(["\n".join(textwrap.wrap(label(w, sizes), 14)) for w in memory], fontsize=7)
     axes[2].set_ylabel("server RSS, MB (process + children)")
-    axes[2].set_title("Memory (default configuration)")
+    axes[2].set_title("Memory, default config (red: targets)", fontsize=10)
     axes[2].grid(axis="y", alpha=0.3)
     axes[2].legend(fontsize=7)
 
