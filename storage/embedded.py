@@ -10,6 +10,15 @@ Threading: ALL SQLite work runs on one dedicated single-thread executor
 disk and SQLite only ever sees one thread; that thread also serialises writes, which is what makes
 revisions strictly ordered. Update and delete-check callbacks run on the event loop between an
 executor read and an executor compare-and-swap, never inside the executor.
+
+Processes: by default the store belongs to this process alone (an exclusive lock on `<db>.lock`).
+The workers of one server share it instead when their supervisor claimed the lock and handed it to
+them (storage/embedded_lock.py). Then every worker writes the file (revisions stay global and strictly
+increasing: storage/embedded_sqlite.py), and each worker's fan-out follows the other workers' commits
+through a ring on a Unix datagram socket and a catch-up read of the `revisions` table
+(storage/embedded_feed.py), so its watchers see every commit, in order, exactly once.
+`current_revision()` reads the counter the writers share in memory, so it covers every write any
+worker acknowledged without an executor hop.
 """
 
 from __future__ import annotations
@@ -25,7 +34,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from storage.embedded_fanout import Fanout, Subscriber, WatcherTooSlow
-from storage.embedded_sqlite import RevisionLog, StorageInUse
+from storage.embedded_feed import Follower, Notifier
+from storage.embedded_lock import StorageInUse, StoreLock, inherited
+from storage.embedded_sqlite import RevisionLog
 from storage.interface import (
     DeleteCheck,
     Event,
@@ -37,7 +48,7 @@ from storage.interface import (
     UpdateFunc,
 )
 
-__all__ = ["EmbeddedStorage", "StorageInUse", "WatcherTooSlow", "open_embedded"]
+__all__ = ["EmbeddedStorage", "StorageInUse", "StoreLock", "WatcherTooSlow", "open_embedded"]
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -46,32 +57,58 @@ _HISTORY_PAGE = 500
 
 
 async def open_embedded(
-    path: Path, *, prefix: str, history_limit: int = 10000, watch_buffer: int = 1024
+    path: Path,
+    *,
+    prefix: str,
+    history_limit: int = 10000,
+    watch_buffer: int = 1024,
+    lock: StoreLock | None = None,
 ) -> EmbeddedStorage:
     """Open (creating if needed) the store at `path`; keys are stored as `prefix` + key.
 
     `history_limit` revisions are kept for old reads and watch replay (0 disables auto-compaction);
-    `watch_buffer` is how many unread events a watcher may lag before it is cut off.
+    `watch_buffer` is how many unread events a watcher may lag before it is cut off. `lock` (or the
+    lock this process inherited for `path`, storage.embedded_lock.inherit) shares the store with the
+    other processes of the server that claimed it; without one this process takes the store alone.
     Raises StorageInUse when another server holds the file.
     """
     loop = asyncio.get_running_loop()
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedded-storage")
     fanout = Fanout(revision=0, capacity=watch_buffer)
 
-    def publish(event: Event) -> None:
+    def publish(events: list[Event], revision: int, lost: bool) -> None:
         # Called on the executor thread right after COMMIT; call_soon_threadsafe keeps commit order.
         with contextlib.suppress(RuntimeError):  # the loop is already closed: nobody is watching
-            loop.call_soon_threadsafe(fanout.publish, event)
+            loop.call_soon_threadsafe(fanout.publish, events, revision, lost)
 
-    opener = functools.partial(RevisionLog.open, path, prefix=prefix.rstrip("/"), publish=publish)
+    shared = lock or inherited(path)
+    notifier: Notifier | None = None
     try:
-        revision_log = await loop.run_in_executor(executor, opener)
-        fanout.published_revision = await loop.run_in_executor(executor, revision_log.current_revision)
-        compacted = await loop.run_in_executor(executor, revision_log.compacted_revision)
+        if shared is None:
+            owned = await loop.run_in_executor(executor, StoreLock.claim, path)
+        else:
+            await loop.run_in_executor(executor, shared.verify)
+            owned, notifier = None, Notifier()
+        opener = functools.partial(
+            RevisionLog.open, path, prefix=prefix.rstrip("/"), publish=publish, notifier=notifier
+        )
+        try:
+            revision_log = await loop.run_in_executor(executor, opener)
+        except BaseException:
+            if owned is not None:
+                owned.release()
+            raise
+        fanout.published_revision = await loop.run_in_executor(executor, revision_log.delivered_revision)
     except BaseException:
+        if notifier is not None:
+            notifier.close()
         executor.shutdown(wait=False)
         raise
-    return EmbeddedStorage(revision_log, executor, fanout, history_limit=history_limit, compacted=compacted)
+    store = EmbeddedStorage(
+        revision_log, executor, fanout, history_limit=history_limit, owned=owned, notifier=notifier
+    )
+    store.start()
+    return store
 
 
 class EmbeddedStorage:
@@ -84,7 +121,8 @@ class EmbeddedStorage:
         fanout: Fanout,
         *,
         history_limit: int,
-        compacted: int,
+        owned: StoreLock | None,
+        notifier: Notifier | None,
     ) -> None:
         self._log = revision_log
         self._executor = executor
@@ -92,9 +130,26 @@ class EmbeddedStorage:
         self._history_limit = history_limit
         # Compact again once history exceeds the limit by this much, so compaction is occasional.
         self._compaction_slack = max(1, history_limit // 10)
-        self._compacted = compacted
+        self._compacted = revision_log.compacted_revision()
         self._compaction: asyncio.Task[None] | None = None
+        self._owned = owned
+        self._notifier = notifier
+        # Only when other processes may write: follows their commits into this process's fan-out.
+        self._follower = (
+            Follower(
+                notifier,
+                shared_revision=revision_log.shared_revision,
+                delivered_revision=lambda: fanout.published_revision,
+                catch_up=functools.partial(self._call, revision_log.catch_up),
+            )
+            if notifier is not None
+            else None
+        )
         self._closed = False
+
+    def start(self) -> None:
+        if self._follower is not None:
+            self._follower.start()
 
     async def create(self, key: str, value: bytes) -> KeyValue:
         return self._after_write(await self._call(self._log.create, key, value))
@@ -137,16 +192,27 @@ class EmbeddedStorage:
     def watch(self, prefix: str, revision: int) -> _WatchStream:
         # Subscribe now, before anything is read, so no commit can fall between history and live events.
         subscriber = self._fanout.subscribe(_directory(prefix))
-        start = revision or self._fanout.published_revision
+        # Revision 0: after the newest revision of the store now, which another worker may have reached
+        # before this one published it; the events up to it are then skipped as they arrive.
+        start = revision or self._revision_now()
         events = self._watch_events(subscriber, replay=revision != 0, start=start)
-        return _WatchStream(events, subscriber, self._fanout)
+        return _WatchStream(events, subscriber, self)
 
     async def current_revision(self) -> int:
-        """From memory: every commit is published to the loop before its writer resumes (see `publish`),
-        so this is at least the revision of every acknowledged write, without an executor hop."""
+        """From memory, no executor hop: the counter every writer advances after COMMIT and before it
+        acknowledges, so it is at least the revision of every write any worker acknowledged."""
         if self._closed:
             raise Unavailable("", "embedded storage is closed")
-        return self._fanout.published_revision
+        return self._revision_now()
+
+    def _revision_now(self) -> int:
+        # A catch-up may publish a sibling's commit a moment before the sibling stores the counter.
+        return max(self._log.shared_revision(), self._fanout.published_revision)
+
+    def _request_progress(self, subscriber: Subscriber) -> None:
+        self._fanout.request_progress(subscriber, self._revision_now())
+        if self._follower is not None:
+            self._follower.kick()  # do not wait for a ring that may still be on its way
 
     async def compact(self, revision: int) -> None:
         compacted = await self._call(self._log.compact, revision)
@@ -160,6 +226,8 @@ class EmbeddedStorage:
             return
         self._closed = True
         self._fanout.close()
+        if self._follower is not None:
+            await self._follower.stop()
         if self._compaction is not None:
             with contextlib.suppress(Exception):
                 await self._compaction
@@ -167,6 +235,10 @@ class EmbeddedStorage:
         # Queued behind any executor work still in flight, so those calls finish on an open file.
         await loop.run_in_executor(self._executor, self._log.close)
         self._executor.shutdown(wait=False)  # the worker is idle now and exits on its own
+        if self._notifier is not None:
+            self._notifier.close()
+        if self._owned is not None:
+            self._owned.release()
 
     async def _watch_events(
         self, subscriber: Subscriber, *, replay: bool, start: int
@@ -186,7 +258,8 @@ class EmbeddedStorage:
                 replay = len(page) == _HISTORY_PAGE
             while (event := await subscriber.next()) is not None:
                 if event.type is EventType.PROGRESS:
-                    yield event
+                    # Never behind an event already delivered (a replay may have run past it).
+                    yield Event(EventType.PROGRESS, "", b"", max(event.revision, last), None)
                 elif event.revision > last:  # already replayed from the table
                     last = event.revision
                     yield event
@@ -227,16 +300,19 @@ class EmbeddedStorage:
 class _WatchStream:
     """The watch iterator; closing it releases the subscription even if it was never iterated."""
 
-    __slots__ = ("_events", "_fanout", "_subscriber")
+    __slots__ = ("_events", "_store", "_subscriber")
 
-    def __init__(self, events: AsyncGenerator[Event, None], subscriber: Subscriber, fanout: Fanout) -> None:
+    def __init__(
+        self, events: AsyncGenerator[Event, None], subscriber: Subscriber, store: EmbeddedStorage
+    ) -> None:
         self._events = events
         self._subscriber = subscriber
-        self._fanout = fanout
+        self._store = store
 
     def request_progress(self) -> bool:
-        """Every commit up to `published_revision` is already in the subscriber's buffer, in order."""
-        self._subscriber.mark_progress(self._fanout.published_revision)
+        """PROGRESS at the store's revision now (any worker's), queued once everything up to it was
+        published in this process, so it follows every event at or below it."""
+        self._store._request_progress(self._subscriber)
         return True
 
     def __aiter__(self) -> _WatchStream:
@@ -246,7 +322,7 @@ class _WatchStream:
         return await self._events.__anext__()
 
     async def aclose(self) -> None:
-        self._fanout.unsubscribe(self._subscriber)
+        self._store._fanout.unsubscribe(self._subscriber)
         await self._events.aclose()
 
 

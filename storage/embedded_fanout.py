@@ -9,6 +9,11 @@ watchers that cannot keep up).
 
 All methods run on the event loop; the storage executor reaches `publish` via call_soon_threadsafe,
 which preserves commit order.
+
+Progress: a watcher may ask for a PROGRESS marker at revision R (the store's revision when it asked,
+which another worker process may have reached before this one delivered it). The marker is queued in
+the watcher's buffer only once everything up to R has been published here, so it always comes after
+every event at or below R.
 """
 
 from __future__ import annotations
@@ -52,6 +57,11 @@ class Subscriber:
         self.pending.append(Event(EventType.PROGRESS, "", b"", revision, None))
         self.wakeup.set()
 
+    def fail(self, reason: str) -> None:
+        """Cut the subscriber off: it drains what it has, then raises WatcherTooSlow."""
+        self.failure = WatcherTooSlow("", reason)
+        self.wakeup.set()
+
     def end(self) -> None:
         self.closed = True
         self.wakeup.set()
@@ -77,6 +87,8 @@ class Fanout:
         self.published_revision = revision
         self._capacity = capacity
         self._subscribers: set[Subscriber] = set()
+        # Progress markers waiting for their revision to be published: (revision, subscriber).
+        self._progress: list[tuple[int, Subscriber]] = []
         self._closed = False
 
     def subscribe(self, prefix: str) -> Subscriber:
@@ -89,18 +101,43 @@ class Fanout:
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         self._subscribers.discard(subscriber)
+        if self._progress:
+            self._progress = [(rev, sub) for rev, sub in self._progress if sub is not subscriber]
 
-    def publish(self, event: Event) -> None:
-        self.published_revision = max(self.published_revision, event.revision)
-        dropped = [
-            subscriber
-            for subscriber in self._subscribers
-            if event.key.startswith(subscriber.prefix) and not subscriber.offer(event)
-        ]
-        self._subscribers.difference_update(dropped)
+    def publish(self, events: list[Event], revision: int, lost: bool = False) -> None:
+        """Route `events` (in revision order); everything up to `revision` is now published.
+
+        `lost`: history before `revision` was compacted before this process could deliver it, so
+        every watcher is cut off (it re-watches and, if that is too old, gets 410 and re-lists).
+        """
+        if lost:
+            for subscriber in self._subscribers:
+                subscriber.fail(f"history before revision {revision} was compacted before delivery")
+            self._subscribers.clear()
+        for event in events:
+            dropped = [
+                subscriber
+                for subscriber in self._subscribers
+                if event.key.startswith(subscriber.prefix) and not subscriber.offer(event)
+            ]
+            self._subscribers.difference_update(dropped)
+        self.published_revision = max(self.published_revision, revision)
+        if self._progress:
+            ready = [(rev, sub) for rev, sub in self._progress if rev <= self.published_revision]
+            self._progress = [(rev, sub) for rev, sub in self._progress if rev > self.published_revision]
+            for rev, subscriber in ready:
+                subscriber.mark_progress(rev)
+
+    def request_progress(self, subscriber: Subscriber, revision: int) -> None:
+        """Queue PROGRESS at `revision` for `subscriber` once everything up to it was published."""
+        if revision <= self.published_revision:
+            subscriber.mark_progress(revision)
+        else:
+            self._progress.append((revision, subscriber))
 
     def close(self) -> None:
         self._closed = True
         for subscriber in self._subscribers:
             subscriber.end()
         self._subscribers.clear()
+        self._progress.clear()

@@ -5,6 +5,20 @@ revision, so the state at any retained revision is "the newest row per key at or
 what gives lists a consistent snapshot across pages and watches a replayable history. A delete row (a
 tombstone) keeps the deleted value, because a DELETED watch event must carry the final state.
 
+Several processes (the workers of one server) may write the same file. A write takes the writer lock
+(storage/embedded_lock.py), then `BEGIN IMMEDIATE`, reads `meta.revision` *inside* the transaction and
+appends under revision + 1, commits, stores the new revision in the shared counter and only then
+releases the writer lock: revisions are strictly increasing and consecutive across processes, and
+commits happen in revision order. Reads never trust a revision cached in memory: a read "now" reads
+the newest committed rows, and a read that must agree with `meta` (a list and its count, a read at a
+revision, watch history) runs in one read transaction that first reads `meta`, so the compaction and
+the revision it checks are those of the snapshot it reads.
+
+The change feed: `catch_up` reads every row after the last revision this process delivered and hands
+the events, in revision order, to `publish` (the loop's fan-out). A process's own commit is published
+directly when nothing is missing before it, else through `catch_up`. After each commit the writer
+rings every sibling registered in `feed_members` (storage/embedded_feed.py), which then catches up.
+
 Nothing here is thread-safe and nothing here may run on the event loop: storage/embedded.py calls
 every method on its one dedicated executor thread. Keys are stored as UTF-8 BLOBs so SQLite orders
 them bytewise, exactly like etcd.
@@ -13,12 +27,13 @@ them bytewise, exactly like etcd.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from storage import embedded_schema as schema
+from storage.embedded_feed import Notifier
+from storage.embedded_lock import SharedFile
 from storage.interface import (
     AlreadyExists,
     Event,
@@ -27,130 +42,135 @@ from storage.interface import (
     KeyValue,
     ListResult,
     NotFound,
-    StorageError,
     TooOldResourceVersion,
 )
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS revisions (
-    revision INTEGER PRIMARY KEY,
-    key BLOB NOT NULL,
-    create_revision INTEGER NOT NULL,
-    deleted INTEGER NOT NULL,
-    value BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS revisions_by_key ON revisions (key, revision);
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-"""
+# "Now" for a single-statement read: the newest committed row, whoever wrote it.
+_NOW = 2**62
+# How long a transaction waits for SQLite's own locks (checkpoints, recovery); writers queue on the
+# writer lock first, so this is only a safety net.
+_BUSY_TIMEOUT = 10.0
+# Events read per catch-up query: bounds one executor call's latency and memory.
+_FEED_PAGE = 1000
 
-# Like a fresh etcd, an empty store is at revision 1 and the first write gets revision 2.
-_INITIAL_META = (("revision", 1), ("compacted", 0))
-
-_LATEST_SQL = (
-    "SELECT revision, create_revision, deleted, value FROM revisions"
-    " WHERE key = ? AND revision <= ? ORDER BY revision DESC LIMIT 1"
-)
-# The newest row per key at :at, in [lo, hi); tombstones mean "absent at :at".
-_SNAPSHOT = (
-    "FROM revisions AS r JOIN (SELECT MAX(revision) AS revision FROM revisions"
-    " WHERE key >= :lo AND key < :hi AND revision <= :at GROUP BY key) AS latest"
-    " ON r.revision = latest.revision WHERE r.deleted = 0"
-)
-_LIST_SQL = f"SELECT r.key, r.create_revision, r.revision, r.value {_SNAPSHOT} ORDER BY r.key LIMIT :limit"
-_COUNT_SQL = f"SELECT COUNT(*) {_SNAPSHOT}"
-_HISTORY_SQL = (
-    "SELECT r.revision, r.key, r.create_revision, r.deleted, r.value,"
-    " (SELECT p.value FROM revisions AS p WHERE p.key = r.key AND p.revision < r.revision"
-    "  ORDER BY p.revision DESC LIMIT 1)"
-    " FROM revisions AS r WHERE r.revision > :after AND r.key >= :lo AND r.key < :hi"
-    " ORDER BY r.revision LIMIT :limit"
-)
-# A row is history once a newer row of its key exists at or below :rev; a tombstone at or below :rev
-# is history too. The newest row per key at :rev survives, so reads at :rev stay exact.
-_COMPACT_SQL = (
-    "DELETE FROM revisions WHERE revision <= :rev AND (deleted = 1 OR EXISTS ("
-    " SELECT 1 FROM revisions AS n WHERE n.key = revisions.key"
-    " AND n.revision > revisions.revision AND n.revision <= :rev))"
-)
-
-Publish = Callable[[Event], None]
-
-
-class StorageInUse(StorageError):
-    """Another process (or another open in this one) holds the store's lock file."""
+# (events in revision order, the revision delivered up to, history was lost before them)
+Publish = Callable[[list[Event], int, bool], None]
 
 
 class RevisionLog:
     """One SQLite file holding every retained revision of every key under one key prefix."""
 
-    def __init__(self, db: sqlite3.Connection, lock_fd: int, prefix: str, publish: Publish) -> None:
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        shared: SharedFile,
+        prefix: str,
+        publish: Publish,
+        notifier: Notifier | None,
+    ) -> None:
         self._db = db
-        self._lock_fd = lock_fd
+        self._shared = shared
         self._prefix = prefix
         self._publish = publish
-        self._revision = self._meta("revision")
-        self._compacted = self._meta("compacted")
+        self._notifier = notifier
+        self._feed_range = (self._raw("/"), _prefix_end(self._raw("/")))
+        self._members: list[str] = []
+        self._members_version = -1
+        self._dead_members: list[str] = []
+        self._written = 0  # the revision the open write transaction appended, 0 when none
+        with self._write() as meta:
+            if notifier is not None:
+                self._db.execute("INSERT OR IGNORE INTO feed_members (name) VALUES (?)", (notifier.name,))
+                self._db.execute("UPDATE meta SET value = value + 1 WHERE name = 'members'")
+            self._shared.store_revision(meta["revision"])  # (re)initialise the counter from the file
+            # Every commit after this transaction rings this process, so nothing after here is missed.
+            self._delivered = meta["revision"]
+            self._compacted = meta["compacted"]
 
     @classmethod
-    def open(cls, path: Path, *, prefix: str, publish: Publish) -> RevisionLog:
-        """Lock, open and (on first use) initialise the file. `publish` gets each committed Event."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lock_fd = _lock(path.with_name(path.name + ".lock"), path)
+    def open(cls, path: Path, *, prefix: str, publish: Publish, notifier: Notifier | None) -> RevisionLog:
+        """Open (on first use, initialise) the file. `publish` gets committed events in order."""
+        shared = SharedFile(path)
         try:
-            db = sqlite3.connect(path, isolation_level=None)
+            db = sqlite3.connect(path, isolation_level=None, timeout=_BUSY_TIMEOUT)
             try:
-                db.execute("PRAGMA journal_mode=WAL")
-                # FULL: a write the API acknowledged must survive a power cut, as it would in etcd.
-                db.execute("PRAGMA synchronous=FULL")
-                db.executescript(_SCHEMA)
-                db.executemany("INSERT OR IGNORE INTO meta (name, value) VALUES (?, ?)", _INITIAL_META)
-                return cls(db, lock_fd, prefix, publish)
+                # Under the writer lock: switching to WAL and creating the schema may report "locked"
+                # without waiting when two workers open a new file at once.
+                shared.lock_writer()
+                try:
+                    db.execute("PRAGMA journal_mode=WAL")
+                    # FULL: a write the API acknowledged must survive a power cut, as it would in etcd.
+                    db.execute("PRAGMA synchronous=FULL")
+                    db.executescript(schema.SCHEMA)
+                    db.executemany(schema.INIT_META_SQL, schema.INITIAL_META)
+                finally:
+                    shared.unlock_writer()
+                return cls(db, shared, prefix, publish, notifier)
             except BaseException:
                 db.close()
                 raise
         except BaseException:
-            os.close(lock_fd)
+            shared.close()
             raise
 
     def close(self) -> None:
-        self._db.close()
-        os.close(self._lock_fd)  # closing the descriptor releases the flock
+        try:
+            if self._notifier is not None:
+                with contextlib.suppress(sqlite3.Error), self._write():
+                    self._db.execute("DELETE FROM feed_members WHERE name = ?", (self._notifier.name,))
+                    self._db.execute("UPDATE meta SET value = value + 1 WHERE name = 'members'")
+            self._db.close()
+        finally:
+            self._shared.close()
 
     def current_revision(self) -> int:
-        return self._revision
+        with self._snapshot() as meta:
+            return meta["revision"]
 
     def compacted_revision(self) -> int:
         return self._compacted
 
+    def delivered_revision(self) -> int:
+        return self._delivered
+
+    def shared_revision(self) -> int:
+        """The newest revision any process committed: a load from shared memory, safe on the loop."""
+        return self._shared.read_revision()
+
     def get(self, key: str, revision: int) -> KeyValue:
-        self._check_readable(revision)
-        found = self._live(key, revision or self._revision)
+        if revision == 0:
+            found = self._live(key, _NOW)
+        else:
+            with self._snapshot() as meta:
+                _check_readable(revision, meta)
+                found = self._live(key, revision)
         if found is None:
             raise NotFound(key)
         return found
 
     def current(self, key: str) -> KeyValue | None:
-        return self._live(key, self._revision)
+        return self._live(key, _NOW)
 
     def create(self, key: str, value: bytes) -> KeyValue:
-        with self._transaction():
-            if self._live(key, self._revision) is not None:
+        with self._write() as meta:
+            if self._live(key, _NOW) is not None:
                 raise AlreadyExists(key)
-            revision = self._append(key, revision=self._revision + 1, create_revision=0, value=value)
+            revision = self._append(key, revision=meta["revision"] + 1, create_revision=0, value=value)
         return self._committed(Event(EventType.ADDED, key, value, revision, None), create_revision=revision)
 
     def put_if(self, key: str, value: bytes, expected_mod_revision: int) -> KeyValue | None:
         """Write `value` if the key's mod_revision is still `expected_mod_revision` (0 = absent).
 
-        Returns None when someone else wrote the key in between, so the caller re-reads and retries.
+        Returns None when someone else (any process) wrote the key in between, so the caller re-reads
+        and retries.
         """
-        with self._transaction():
-            live = self._live(key, self._revision)
+        with self._write() as meta:
+            live = self._live(key, _NOW)
             if (live.mod_revision if live else 0) != expected_mod_revision:
                 return None
             create_revision = live.create_revision if live else 0
             revision = self._append(
-                key, revision=self._revision + 1, create_revision=create_revision, value=value
+                key, revision=meta["revision"] + 1, create_revision=create_revision, value=value
             )
         if live is None:
             return self._committed(
@@ -165,13 +185,13 @@ class RevisionLog:
         Returns the last value stamped with the delete's revision, as kube's etcd3 store decodes a
         deleted object with the DeleteRange header revision (so the response's resourceVersion is new).
         """
-        with self._transaction():
-            live = self._live(key, self._revision)
+        with self._write() as meta:
+            live = self._live(key, _NOW)
             if live is None or live.mod_revision != expected_mod_revision:
                 return None
             revision = self._append(
                 key,
-                revision=self._revision + 1,
+                revision=meta["revision"] + 1,
                 create_revision=live.create_revision,
                 value=live.value,
                 deleted=True,
@@ -181,30 +201,71 @@ class RevisionLog:
 
     def list(self, prefix: str, revision: int, start_key: str | None, limit: int) -> ListResult:
         """Keys under the directory `prefix` (ends in "/") at `revision` (0 = now) from `start_key` on."""
-        self._check_readable(revision)
-        at = revision or self._revision
-        low = self._raw(prefix)
-        if start_key is not None:
-            low = max(low, self._raw(start_key))
-        params = {"lo": low, "hi": _prefix_end(self._raw(prefix)), "at": at}
-        rows = self._db.execute(_LIST_SQL, {**params, "limit": limit + 1 if limit > 0 else -1}).fetchall()
-        items = [KeyValue(self._key(raw), value, create, mod) for raw, create, mod, value in rows]
-        if limit <= 0 or len(items) <= limit:
-            return ListResult(items=items, revision=at, more=False, remaining=0)
-        (total,) = self._db.execute(_COUNT_SQL, params).fetchone()
+        with self._snapshot() as meta:
+            _check_readable(revision, meta)
+            at = revision or meta["revision"]
+            low = self._raw(prefix)
+            if start_key is not None:
+                low = max(low, self._raw(start_key))
+            params = {"lo": low, "hi": _prefix_end(self._raw(prefix)), "at": at}
+            page = {**params, "limit": limit + 1 if limit > 0 else -1}
+            rows = self._db.execute(schema.LIST_SQL, page).fetchall()
+            items = [KeyValue(self._key(raw), value, create, mod) for raw, create, mod, value in rows]
+            if limit <= 0 or len(items) <= limit:
+                return ListResult(items=items, revision=at, more=False, remaining=0)
+            (total,) = self._db.execute(schema.COUNT_SQL, params).fetchone()
         return ListResult(items=items[:limit], revision=at, more=True, remaining=total - limit)
 
     def history(self, prefix: str, after: int, limit: int) -> list[Event]:
         """Up to `limit` events under the directory `prefix` with revision > `after`, oldest first."""
-        if after > self._revision:
-            raise FutureRevision(after, self._revision)
-        if after < self._compacted:
-            raise TooOldResourceVersion(after, self._compacted, self._revision)
-        raw_prefix = self._raw(prefix)
-        params = {"after": after, "lo": raw_prefix, "hi": _prefix_end(raw_prefix), "limit": limit}
+        with self._snapshot() as meta:
+            if after > meta["revision"]:
+                raise FutureRevision(after, meta["revision"])
+            if after < meta["compacted"]:
+                raise TooOldResourceVersion(after, meta["compacted"], meta["revision"])
+            raw_prefix = self._raw(prefix)
+            return self._events(raw_prefix, _prefix_end(raw_prefix), after, limit)
+
+    def catch_up(self) -> None:
+        """Publish, in revision order, every commit (any process's) after the last one delivered."""
+        while True:
+            with self._snapshot() as meta:
+                newest = meta["revision"]
+                if newest <= self._delivered:
+                    return
+                if self._delivered < meta["compacted"]:
+                    # Another process compacted history this process never delivered: watchers must
+                    # re-watch (and get 410 if they are that far behind), as etcd's would.
+                    self._delivered = newest
+                    self._publish([], newest, True)
+                    return
+                events = self._events(*self._feed_range, self._delivered, _FEED_PAGE)
+            upto = events[-1].revision if len(events) == _FEED_PAGE else newest
+            self._delivered = upto
+            self._publish(events, upto, False)
+
+    def compact(self, revision: int) -> int:
+        """Drop history at or below `revision`; returns the compacted revision now in force.
+
+        Idempotent and serialised by the writer lock, so several processes compacting is harmless.
+        """
+        with self._write() as meta:
+            if revision > meta["revision"]:
+                raise FutureRevision(revision, meta["revision"])
+            if revision <= meta["compacted"]:
+                self._compacted = meta["compacted"]
+                return self._compacted
+            self._db.execute(schema.COMPACT_SQL, {"rev": revision})
+            self._db.execute("UPDATE meta SET value = ? WHERE name = 'compacted'", (revision,))
+        self._compacted = revision
+        return revision
+
+    def _events(self, low: bytes, high: bytes, after: int, limit: int) -> list[Event]:
+        params = {"after": after, "lo": low, "hi": high, "limit": limit}
         events = []
-        rows = self._db.execute(_HISTORY_SQL, params)
-        for revision, raw, create_revision, deleted, value, previous in rows:
+        for revision, raw, create_revision, deleted, value, previous in self._db.execute(
+            schema.HISTORY_SQL, params
+        ):
             key = self._key(raw)
             if deleted:
                 events.append(Event(EventType.DELETED, key, value, revision, value))
@@ -214,26 +275,8 @@ class RevisionLog:
                 events.append(Event(EventType.MODIFIED, key, value, revision, previous))
         return events
 
-    def compact(self, revision: int) -> int:
-        """Drop history at or below `revision`; returns the compacted revision now in force."""
-        if revision > self._revision:
-            raise FutureRevision(revision, self._revision)
-        if revision <= self._compacted:
-            return self._compacted
-        with self._transaction():
-            self._db.execute(_COMPACT_SQL, {"rev": revision})
-            self._db.execute("UPDATE meta SET value = ? WHERE name = 'compacted'", (revision,))
-        self._compacted = revision
-        return revision
-
-    def _check_readable(self, revision: int) -> None:
-        if revision > self._revision:
-            raise FutureRevision(revision, self._revision)
-        if 0 < revision < self._compacted:
-            raise TooOldResourceVersion(revision, self._compacted, self._revision)
-
     def _live(self, key: str, at: int) -> KeyValue | None:
-        row = self._db.execute(_LATEST_SQL, (self._raw(key), at)).fetchone()
+        row = self._db.execute(schema.LATEST_SQL, (self._raw(key), at)).fetchone()
         if row is None or row[2]:
             return None
         mod_revision, create_revision, _, value = row
@@ -248,29 +291,73 @@ class RevisionLog:
             (revision, self._raw(key), create_revision or revision, int(deleted), value),
         )
         self._db.execute("UPDATE meta SET value = ? WHERE name = 'revision'", (revision,))
+        self._written = revision
         return revision
 
     def _committed(self, event: Event, create_revision: int) -> KeyValue:
-        """Advance the in-memory revision only after COMMIT succeeded, then tell the watchers."""
-        self._revision = event.revision
-        self._publish(event)
+        """Publish after COMMIT: directly when it is the next revision to deliver, else by catching up."""
+        if event.revision == self._delivered + 1:
+            self._delivered = event.revision
+            self._publish([event], event.revision, False)
+        else:
+            self.catch_up()
         return KeyValue(event.key, event.value, create_revision, event.revision)
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[None]:
-        # IMMEDIATE takes the write lock up front, so the read-check-append inside is one atomic step.
-        self._db.execute("BEGIN IMMEDIATE")
+    def _snapshot(self) -> Iterator[dict[str, int]]:
+        """One read transaction: `meta` and every query inside see the same committed state."""
+        self._db.execute("BEGIN")
         try:
-            yield
+            yield self._meta()
+        finally:
             self._db.execute("COMMIT")
-        except BaseException:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise
 
-    def _meta(self, name: str) -> int:
-        (value,) = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
-        return int(value)
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[dict[str, int]]:
+        """Writer lock + BEGIN IMMEDIATE: `meta` inside is the newest state, and stays so until COMMIT.
+
+        After COMMIT the counter is advanced while the writer lock is still held (so it never goes
+        backwards and never runs ahead of committed data), then the siblings are rung.
+        """
+        self._shared.lock_writer()
+        written = 0
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                meta = self._meta()
+                self._refresh_members(meta["members"])
+                self._written = 0
+                yield meta
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            written = self._written
+            if written:
+                self._shared.store_revision(written)
+        finally:
+            self._shared.unlock_writer()
+        if written and self._notifier is not None and self._members:
+            self._dead_members += self._notifier.ring(self._members, written)
+
+    def _refresh_members(self, version: int) -> None:
+        """Inside a write transaction: forget siblings that died, reload the list when it changed."""
+        if self._notifier is None:
+            return
+        if self._dead_members:
+            dead = [(name,) for name in self._dead_members if name != self._notifier.name]
+            self._db.executemany("DELETE FROM feed_members WHERE name = ?", dead)
+            self._db.execute("UPDATE meta SET value = value + 1 WHERE name = 'members'")
+            self._dead_members = []
+            version = -1
+        if version != self._members_version:
+            rows = self._db.execute("SELECT name FROM feed_members").fetchall()
+            self._members = [name for (name,) in rows if name != self._notifier.name]
+            self._members_version = version if version >= 0 else self._meta()["members"]
+
+    def _meta(self) -> dict[str, int]:
+        return {name: int(value) for name, value in self._db.execute("SELECT name, value FROM meta")}
 
     def _raw(self, key: str) -> bytes:
         return (self._prefix + key).encode("utf-8")
@@ -279,27 +366,16 @@ class RevisionLog:
         return raw.decode("utf-8")[len(self._prefix) :]
 
 
+def _check_readable(revision: int, meta: dict[str, int]) -> None:
+    if revision > meta["revision"]:
+        raise FutureRevision(revision, meta["revision"])
+    if 0 < revision < meta["compacted"]:
+        raise TooOldResourceVersion(revision, meta["compacted"], meta["revision"])
+
+
 def _prefix_end(prefix: bytes) -> bytes:
     """etcd's GetPrefixRangeEnd: the smallest key greater than every key starting with `prefix`."""
     for index in range(len(prefix) - 1, -1, -1):
         if prefix[index] < 0xFF:
             return prefix[:index] + bytes([prefix[index] + 1])
     raise ValueError(f"prefix {prefix!r} has no finite range end")
-
-
-def _lock(lock_path: Path, db_path: Path) -> int:
-    """Hold an exclusive flock for the store's lifetime: SQLite's own locking would let two servers
-    interleave writes and hand out the same revision numbers to their separate watch fan-outs."""
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise StorageInUse(
-            str(db_path),
-            f"embedded storage {db_path} is already in use by another server (lock {lock_path} is held)",
-        ) from None
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
