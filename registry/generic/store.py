@@ -521,7 +521,7 @@ class Store:
         listed = await self.read_list(namespace, list_options)
         for item in listed.items:
             try:
-                await self.delete(item.namespace, item.name, delete_options, validate=validate)
+                await self.delete(item.namespace or "", item.name, delete_options, validate=validate)
             except StatusError as e:
                 if e.code != 404:
                     raise

@@ -7,6 +7,8 @@ test sees exactly what the cache's feed sees.
 from __future__ import annotations
 
 import asyncio
+import gc
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -256,3 +258,40 @@ async def test_a_cold_cache_after_restart_serves_the_same_and_refuses_older_resu
         assert expired.value.code == 410
     finally:
         await stop(restarted)
+
+
+async def test_cached_objects_cost_at_most_twice_their_encoded_size(storage: EmbeddedStorage) -> None:
+    """The cache holds bytes, not object graphs (measured with tracemalloc: every Python allocation
+    the fill leaves behind, index and window included)."""
+    for i in range(2000):
+        body = {
+            "apiVersion": V1B1,
+            "kind": "Pizza",
+            "metadata": {
+                "name": f"pizza-{i:05d}",
+                "namespace": "default",
+                "uid": f"6c1f{i:08d}-9a4b-4c1e-8f3a-2d0e5b7c9a11",
+                "creationTimestamp": "2026-11-23T07:30:00Z",
+                "generation": 1,
+            },
+            "spec": {"toppings": [{"name": "tomato", "quantity": 1}, {"name": "mozzarella", "quantity": 2}]},
+        }
+        await storage.create(f"/{GROUP}/pizzas/default/pizza-{i:05d}", orjson.dumps(body))
+    installation = install(storage)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        feed = attach_watch_cache(installation)
+        feed.start()
+        assert await feed.wait_ready(30)
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    try:
+        cache = installation.stores["pizzas"].cache
+        encoded = sum(len(obj.json("v1beta1")) for obj in cache.index.scan(cache.prefix))
+        assert len(cache.index) == 2000
+        assert held <= 2 * encoded, (held, encoded)
+    finally:
+        await feed.stop()

@@ -24,6 +24,7 @@ from storage import interface as st
 
 if TYPE_CHECKING:
     from registry.generic.cache.resource_cache import ResourceCache
+    from registry.generic.cache.stored import StoredObject
 
 logger = logging.getLogger(__name__)
 
@@ -110,22 +111,7 @@ class GroupFeed:
             delay = min(delay * 2, MAX_RETRY_DELAY)
 
     async def _list_and_watch(self) -> None:
-        loaded: dict[ResourceCache, list] = {cache: [] for cache in self.caches}
-        revision, start = 0, None
-        decoded = 0
-        while True:
-            page = await self.storage.list(self.prefix, revision=revision, start_key=start, limit=LIST_PAGE)
-            revision = page.revision
-            for kv in page.items:
-                cache = self._route(kv.key)
-                if cache is not None and (obj := cache.ingest(kv.key, kv.value, kv.mod_revision)) is not None:
-                    loaded[cache].append(obj)
-                decoded += 1
-                if decoded % DECODE_BATCH == 0:
-                    await asyncio.sleep(0)
-            if not page.more or not page.items:
-                break
-            start = page.items[-1].key + "\x00"
+        loaded, revision = await self._list()
         stream = self.storage.watch(self.prefix, revision)
         try:
             for cache, objects in loaded.items():
@@ -133,9 +119,9 @@ class GroupFeed:
             self._stream = stream
             self.ready = True
             self._advance(revision)
-            logger.info(
-                "watch cache for %s filled at revision %d (%d objects)", self.prefix, revision, decoded
-            )
+            count = sum(len(objects) for objects in loaded.values())
+            logger.info("watch cache for %s filled at revision %d (%d objects)", self.prefix, revision, count)
+            del loaded
             async for event in stream:
                 if event.type is st.EventType.PROGRESS:
                     self._advance(event.revision)
@@ -150,6 +136,28 @@ class GroupFeed:
             self._stream = None
             with contextlib.suppress(Exception):
                 await stream.aclose()
+
+    async def _list(self) -> tuple[dict[ResourceCache, list[StoredObject]], int]:
+        """Every object under the prefix, decoded, at one revision (read in pages at that revision).
+
+        A function of its own so that the storage pages are garbage once it returns: the watch loop
+        runs for hours and must not keep the last page's raw values alive."""
+        loaded: dict[ResourceCache, list[StoredObject]] = {cache: [] for cache in self.caches}
+        revision, start = 0, None
+        decoded = 0
+        while True:
+            page = await self.storage.list(self.prefix, revision=revision, start_key=start, limit=LIST_PAGE)
+            revision = page.revision
+            for kv in page.items:
+                cache = self._route(kv.key)
+                if cache is not None and (obj := cache.ingest(kv.key, kv.value, kv.mod_revision)) is not None:
+                    loaded[cache].append(obj)
+                decoded += 1
+                if decoded % DECODE_BATCH == 0:
+                    await asyncio.sleep(0)
+            if not page.more or not page.items:
+                return loaded, revision
+            start = page.items[-1].key + "\x00"
 
     async def _tick(self) -> None:
         """Ask for progress while anyone watches, so bookmarks advance with the store's revision."""
