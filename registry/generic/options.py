@@ -64,9 +64,12 @@ class ObjectList:
 
 @dataclass(frozen=True, slots=True)
 class WatchEvent:
-    """ADDED/MODIFIED/DELETED carry a hub object; BOOKMARK carries only the revision reached."""
+    """ADDED/MODIFIED/DELETED carry the object (a StoredObject); BOOKMARK only the revision reached."""
 
     type: str
     object: Any
     revision: int
     initial_events_end: bool = False
+    # Encodings of this very event shared by every watcher it goes to (None: not shared), so a
+    # fan-out to a thousand watchers builds each wire form once.
+    encodings: dict[str, bytes] | None = None

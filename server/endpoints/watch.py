@@ -87,11 +87,16 @@ class _Encoder:
         if event.type == "BOOKMARK":
             return self._line("BOOKMARK", self.bookmark(event.revision, event.initial_events_end))
         if self.plain:
-            # Encode once: the object's bytes are shared by every watcher and every read of it.
-            return b'{"type":"%s","object":%s}\n' % (
-                event.type.encode(),
-                event.object.json(self.scope.version),
-            )
+            # Encode once: the object's bytes are shared by every watcher and every read of it,
+            # and the line by every watcher that receives this very event.
+            shared = event.encodings
+            version = self.scope.version
+            if shared is not None and (line := shared.get(version)) is not None:
+                return line
+            line = b'{"type":"%s","object":%s}\n' % (event.type.encode(), event.object.json(version))
+            if shared is not None:
+                shared[version] = line
+            return line
         body = render_stored(self.scope, event.object, self.output, include=self.include)
         if self.output.transform == "Table":
             if self.headers_sent:
@@ -183,11 +188,19 @@ async def _stream(
     deadline = loop.time() + timeout
     next_bookmark = _next_bookmark(loop.time(), deadline) if allow_bookmarks else None
 
+    chunk_key = f"{encoder.scope.version}/chunk"
+
     def write_now(event: WatchEvent) -> bool:
         if transport is None or transport.is_closing() or transport.get_write_buffer_size() > WRITE_NOW_LIMIT:
             return False
-        line = encoder.event(event)
-        transport.write(b"%x\r\n%s\r\n" % (len(line), line))
+        shared = event.encodings if encoder.plain else None
+        chunk = shared.get(chunk_key) if shared is not None else None
+        if chunk is None:
+            line = encoder.event(event)
+            chunk = b"%x\r\n%s\r\n" % (len(line), line)
+            if shared is not None:
+                shared[chunk_key] = chunk
+        transport.write(chunk)
         return True
 
     watcher.write_now = write_now

@@ -67,7 +67,7 @@ class CacheWatcher:
         """kube's selector rule: leaving the selector is DELETED (the old state at this revision),
         entering it is ADDED."""
         if self.predicate.empty:
-            return WatchEvent(event.type.value, event.object, event.revision)
+            return event.unfiltered()
         now = self.matches(event.object)
         if event.type is EventType.DELETED:
             return WatchEvent("DELETED", event.object, event.revision) if now else None

@@ -12,6 +12,7 @@ import bisect
 from dataclasses import dataclass, field
 
 from registry.generic.cache.stored import StoredObject
+from registry.generic.options import WatchEvent
 from storage.interface import EventType
 
 FRESH_FOR = 75.0
@@ -32,6 +33,13 @@ class CacheEvent:
     # The previous state reported at this event's revision: what a watcher whose selector the object
     # leaves receives as DELETED. Built on first use, shared by every such watcher.
     _prev_here: StoredObject | None = field(default=None, repr=False)
+    # The event as every watcher without a selector receives it, with its shared encodings.
+    _unfiltered: WatchEvent | None = field(default=None, repr=False)
+
+    def unfiltered(self) -> WatchEvent:
+        if self._unfiltered is None:
+            self._unfiltered = WatchEvent(self.type.value, self.object, self.revision, encodings={})
+        return self._unfiltered
 
     def prev_at_revision(self) -> StoredObject:
         assert self.prev is not None
