@@ -215,7 +215,7 @@ def table(rows: Iterable[Row], sizes: dict[str, Any], full_size: bool) -> str:
             for i, (c, w) in enumerate(zip(cells, widths, strict=True))
         )
 
-    out = [fmt(header), "  ".join("-" * w for w in widths)]
+    out = [fmt(header).rstrip(), "  ".join("-" * w for w in widths)]
     previous = None
     for cells in lines:
         if previous is not None and cells[:2] != previous:

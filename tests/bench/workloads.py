@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import statistics
 import subprocess
 import sys
@@ -483,6 +484,7 @@ def configurations(command: ServerCommand) -> list[tuple[str, list[str], frozens
 async def bench_backend(bench: Bench, backend: str, backend_args: list[str]) -> None:
     """Every configuration on one backend (same data), then the floor if it has not run yet."""
     data_dir = bench.workdir / backend
+    shutil.rmtree(data_dir, ignore_errors=True)  # a --keep directory from an earlier run: start empty
     for index, (config, extra, which) in enumerate(configurations(bench.command)):
         log = bench.workdir / f"{backend}-{config.replace(' ', '-').replace('=', '')}.log"
         bench.progress(f"{backend} / {config}: starting pizza-apiserver {' '.join([*backend_args, *extra])}")
