@@ -1,4 +1,8 @@
-"""The `pizza-apiserver` command: parse flags, build the config, serve until SIGTERM/SIGINT."""
+"""The `pizza-apiserver` command: parse flags, build the config, serve until SIGTERM/SIGINT.
+
+With `--workers 1` this process serves. With more, it becomes the supervisor of that many worker
+processes (server/supervisor.py), each of which runs `serve` on the same port.
+"""
 
 from __future__ import annotations
 
@@ -24,9 +28,17 @@ def _log_level(verbosity: int) -> int:
 
 
 async def serve(
-    options: Options, *, ready: Callable[[str], None] | None = None, stop: asyncio.Event | None = None
+    options: Options,
+    *,
+    ready: Callable[[str], None] | None = None,
+    stop: asyncio.Event | None = None,
+    worker: bool = False,
 ) -> None:
-    """Serve until `stop` is set (default: SIGINT/SIGTERM); `ready` gets the URL once listening."""
+    """Serve until `stop` is set (default: SIGINT/SIGTERM); `ready` gets the URL once listening.
+
+    `worker`: one of several processes on the port (SO_REUSEPORT); the supervisor, not this process,
+    writes the admin kubeconfig and announces the URL once every worker listens.
+    """
     config: Config = await build_config(options)
     runner: web.AppRunner | None = None
     try:
@@ -36,16 +48,24 @@ async def serve(
         if config.audit is not None:
             await config.audit.start()
         site = web.TCPSite(
-            runner, options.bind_address, options.secure_port, ssl_context=config.tls.listening_context
+            runner,
+            options.bind_address,
+            options.secure_port,
+            ssl_context=config.tls.listening_context,
+            reuse_port=worker or None,
         )
         await site.start()
-        port = runner.addresses[0][1]
-        host = options.bind_address if options.bind_address not in ("0.0.0.0", "::") else "127.0.0.1"
-        url = f"https://{host}:{port}" if ":" not in host else f"https://[{host}]:{port}"
-        kubeconfig = await asyncio.to_thread(write_admin_kubeconfig, config, url)
+        url = server_url(options.bind_address, runner.addresses[0][1])
+        if not worker:
+            kubeconfig = await asyncio.to_thread(write_admin_kubeconfig, config, url)
         await config.tls.start()
-        storage = "etcd " + ",".join(options.etcd_servers) if options.etcd_servers else "embedded"
-        logger.info("Serving securely on %s (storage: %s); admin kubeconfig: %s", url, storage, kubeconfig)
+        if not worker:
+            logger.info(
+                "Serving securely on %s (storage: %s); admin kubeconfig: %s",
+                url,
+                storage_name(options),
+                kubeconfig,
+            )
         if ready is not None:
             ready(url)
         stop = stop or _stop_on_signals()
@@ -57,6 +77,16 @@ async def serve(
         if runner is not None:
             await runner.cleanup()
         await config.close()
+
+
+def server_url(bind_address: str, port: int) -> str:
+    """The URL clients use: the bind address, or loopback when bound to every interface."""
+    host = bind_address if bind_address not in ("0.0.0.0", "::") else "127.0.0.1"
+    return f"https://{host}:{port}" if ":" not in host else f"https://[{host}]:{port}"
+
+
+def storage_name(options: Options) -> str:
+    return "etcd " + ",".join(options.etcd_servers) if options.etcd_servers else "embedded"
 
 
 def _stop_on_signals() -> asyncio.Event:
@@ -79,5 +109,9 @@ def main(argv: list[str] | None = None) -> None:
         format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
         stream=sys.stderr,
     )
+    if options.workers > 1:
+        from server.supervisor import supervise
+
+        sys.exit(supervise(options))
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(options))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import random
 import re
 import urllib.parse
@@ -75,6 +76,7 @@ class Options:
     request_timeout: float = 60.0
     min_request_timeout: int = 1800
     shutdown_delay_duration: float = 0.0
+    workers: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
     # etcd
     etcd_servers: list[str] = field(default_factory=list)
     etcd_prefix: str = DEFAULT_ETCD_PREFIX
@@ -180,6 +182,8 @@ class Options:
             problems.append("--min-request-timeout can not be negative value")
         if self.shutdown_delay_duration < 0:
             problems.append("--shutdown-delay-duration can not be negative value")
+        if self.workers < 1:
+            problems.append(f"--workers {self.workers} must be at least 1")
         return problems
 
     def _validate_etcd(self) -> list[str]:
@@ -325,6 +329,15 @@ def build_parser() -> argparse.ArgumentParser:
         defaults.shutdown_delay_duration,
         "Time to delay the termination. During that time the server keeps serving requests normally, "
         "while /readyz returns failure.",
+    )
+    add_int(
+        generic,
+        "--workers",
+        defaults.workers,
+        "The number of server processes serving --secure-port, each a full API server with its own "
+        "watch cache, as N kube-apiserver replicas over one storage; the kernel spreads connections "
+        "between them (SO_REUSEPORT). With the embedded storage they share its file. 1 serves from a "
+        "single process. Defaults to the number of usable CPU cores.",
     )
 
     etcd = parser.add_argument_group("etcd")
