@@ -88,8 +88,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> tuple[list[Row], dict[
     if args.backend in ("embedded", "both"):
         await bench_backend(bench, "embedded", [])
     if args.backend in ("etcd", "both"):
-        shutil.rmtree(workdir / "etcd", ignore_errors=True)  # never resume an earlier run's data
-        with running_etcd(workdir / "etcd") as etcd_url:
+        shutil.rmtree(workdir / "etcd-member", ignore_errors=True)  # never resume an earlier run's data
+        with running_etcd(workdir / "etcd-member") as etcd_url:
             await bench_backend(bench, "etcd", ["--etcd-servers", etcd_url, "--etcd-prefix", "/registry"])
     meta["seconds"] = round(time.monotonic() - bench.started, 1)
     return bench.rows, meta

@@ -13,9 +13,12 @@ import contextlib
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -26,6 +29,8 @@ from tests.bench.go_tools import REPO, TLSFiles
 SERVER_BINARY = Path(sys.executable).parent / "pizza-apiserver"
 SERVING_LINE = re.compile(r"Serving securely on (https://\S+)")
 START_TIMEOUT = 60.0
+READY_PATH = "/readyz"
+DISCOVERY_PATH = "/apis/restaurant.programming-kubernetes.info/v1beta1"
 STOP_TIMEOUT = 15.0
 
 _started: list[subprocess.Popen[bytes]] = []
@@ -49,7 +54,7 @@ def spawn(
 ) -> subprocess.Popen[bytes]:
     """Start a process in a session of its own (so its workers can be stopped with it), output to a log."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log:
+    with log_path.open("wb") as log:  # a fresh log: a --keep directory holds old URLs
         proc = subprocess.Popen(
             argv,
             stdout=log,
@@ -202,6 +207,29 @@ class ServerProcess:
         argv = [*self.command.argv, "--secure-port", "0", "--data-dir", str(self.data_dir), *self.args]
         self.proc = spawn(argv, self.log_path, cwd=self.command.cwd, env=self.command.env())
         self.url = wait_for_url(self.proc, self.log_path)
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
+        """Until /readyz and the group's discovery answer 200 (blocking).
+
+        Listening is not serving: with workers or a watch cache still filling, the first requests
+        can see 404s or 503s, which would fail the set-up or count against a measurement.
+        """
+        context = ssl.create_default_context(cafile=str(self.client_tls.cacert))
+        context.load_cert_chain(str(self.client_tls.cert), str(self.client_tls.key))
+        deadline = time.monotonic() + timeout
+        pending = [READY_PATH, DISCOVERY_PATH]
+        while pending:
+            try:
+                with urllib.request.urlopen(self.url + pending[0], timeout=5, context=context) as response:
+                    if response.status == 200:
+                        pending.pop(0)
+                        continue
+            except (OSError, urllib.error.URLError):
+                pass
+            if self.proc is None or self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"server not ready ({pending[0]}); log:\n{tail(self.log_path)}")
+            time.sleep(0.1)
 
     def rss(self) -> int:
         assert self.proc is not None

@@ -483,7 +483,7 @@ def configurations(command: ServerCommand) -> list[tuple[str, list[str], frozens
 
 async def bench_backend(bench: Bench, backend: str, backend_args: list[str]) -> None:
     """Every configuration on one backend (same data), then the floor if it has not run yet."""
-    data_dir = bench.workdir / backend
+    data_dir = bench.workdir / f"server-{backend}"  # never etcd's own directory
     shutil.rmtree(data_dir, ignore_errors=True)  # a --keep directory from an earlier run: start empty
     for index, (config, extra, which) in enumerate(configurations(bench.command)):
         log = bench.workdir / f"{backend}-{config.replace(' ', '-').replace('=', '')}.log"
@@ -491,7 +491,7 @@ async def bench_backend(bench: Bench, backend: str, backend_args: list[str]) -> 
         try:
             with running_server(data_dir, [*backend_args, *extra], log, bench.command) as server:
                 await run_config(bench, backend, config, server, first=index == 0, which=which)
-        except (RuntimeError, ToolError, aiohttp.ClientError, TimeoutError) as err:
+        except (OSError, RuntimeError, ToolError, aiohttp.ClientError, TimeoutError) as err:
             bench.progress(f"{backend} / {config} aborted: {err}")
             bench.rows.append(Row(backend, config, "setup", error=f"configuration aborted: {err}"))
             if index == 0:
