@@ -442,11 +442,12 @@ async def run_config(
 
         await bench.measure(backend, config, "rss_idle", idle_row)
         await load_objects(bench, server)
+    # Before the capturing LIST of everything, whose 7 MB of buffers would count as the objects'.
+    loaded = await _settled_rss(server) if first else 0
     keep_for_floor = first and not bench.skip_floor and bench.floor_routes is None
     routes = RouteWriter(bench.workdir / "floor-routes") if keep_for_floor else None
     paths, list_bytes, encoded = await capture(bench, server, routes)
     if first:
-        loaded = await _settled_rss(server)
 
         async def objects_row() -> tuple[dict[str, float], dict[str, Any]]:
             delta = loaded - idle
