@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -187,12 +188,23 @@ def audit(policy: Policy, sink: Sink, *, long_running: LongRunningCheck | None =
     is_long_running = long_running or DEFAULT_LONG_RUNNING
 
     @web.middleware
-    async def audit_request(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def audit_request(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
+        # A plain function: a request the policy does not audit (level None) passes straight
+        # through, and keeps no frame of this filter alive while it runs.
         info = request_info_of(request)
         user = user_of(request)
         config = policy.evaluate(user, info)
         if config.level == LEVEL_NONE:
-            return await handler(request)
+            return handler(request)
+        return audited(request, handler, info, user, config)
+
+    async def audited(
+        request: web.Request,
+        handler: Handler,
+        info: RequestInfo,
+        user: UserInfo | None,
+        config: RequestAuditConfig,
+    ) -> web.StreamResponse:
         state = RequestAudit(new_record(request, info, user, config), sink, is_long_running(info), request)
         request[AUDIT_KEY] = state
         if not await state.emit(STAGE_REQUEST_RECEIVED):

@@ -67,13 +67,19 @@ def authentication(
             )
             return status_response(unauthorized())
         request[USER_KEY] = result.user
-        strip = headers_to_strip(request.headers, credential_headers())
-        if strip:
-            kept = CIMultiDict((k, v) for k, v in request.headers.items() if k.lower() not in strip)
-            request = request.clone(headers=kept)
-        return await handler(request)
+        return await handler(_without_credentials(request, credential_headers()))
 
     return authenticate
+
+
+def _without_credentials(request: web.Request, names: Sequence[RequestHeaderNames]) -> web.Request:
+    """The request, or a clone without the credential headers (a helper, so that none of this
+    stays referenced from the filter's frame while a long request runs)."""
+    strip = headers_to_strip(request.headers, names)
+    if not strip:
+        return request
+    kept = CIMultiDict((k, v) for k, v in request.headers.items() if k.lower() not in strip)
+    return request.clone(headers=kept)
 
 
 def audit_annotations(request: web.Request) -> dict[str, str]:

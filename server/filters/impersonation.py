@@ -16,7 +16,7 @@ the impersonation headers are removed before anything downstream sees them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -31,6 +31,7 @@ from server.authn.requestheader import unescape_extra_key
 from server.authz.interface import Authorizer, AuthzAttributes
 from server.filters.authentication import USER_KEY, user_of
 from server.filters.authorization import forbidden_error
+from server.filters.immediate import immediate
 from server.request_info import RequestInfo
 from server.request_state import IMPERSONATED_BY
 from server.responses import status_response
@@ -68,14 +69,19 @@ class Target:
 
 def impersonation(authorizer: Authorizer) -> Middleware:
     @web.middleware
-    async def impersonate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def impersonate(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
+        # A plain function: a request without Impersonate-* headers passes straight through, and
+        # keeps no frame of this filter alive while it runs.
         try:
             targets = impersonation_targets(request.headers)
         except StatusError as err:
             logger.debug("%s", err)
-            return status_response(err)
+            return immediate(status_response(err))
         if not targets:
-            return await handler(request)
+            return handler(request)
+        return act_as(request, handler, targets)
+
+    async def act_as(request: web.Request, handler: Handler, targets: list[Target]) -> web.StreamResponse:
         requestor = user_of(request)
         if requestor is None:
             return status_response(internal_error("no user found for request"))

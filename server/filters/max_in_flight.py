@@ -20,7 +20,7 @@ to the same TooManyRequests error, and this server's rule is that every error is
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -31,6 +31,7 @@ from prometheus_client.core import GaugeMetricFamily
 from apis.meta.errors import too_many_requests
 from apis.meta.user import UserInfo
 from server.filters.authentication import user_of
+from server.filters.immediate import immediate
 from server.filters.request_info import request_info_of
 from server.longrunning import DEFAULT_LONG_RUNNING, LongRunningCheck
 from server.responses import status_response
@@ -80,20 +81,26 @@ def max_in_flight(
     disabled = limit == 0 and mutating_limit == 0
 
     @web.middleware
-    async def limit_in_flight(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def limit_in_flight(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
+        # A plain function: requests that take no seat (watches: for their whole life) pass straight
+        # through, without a frame of this filter; only seat holders run `occupy`.
         if disabled:
-            return await handler(request)
+            return handler(request)
         info = request_info_of(request)
         if long_running(info):
-            return await handler(request)
+            return handler(request)
         kind = READ_ONLY_KIND if info.verb in _NON_MUTATING_VERBS else MUTATING_KIND
         seats = budgets[kind]
         if seats.limit == 0:
-            return await handler(request)
+            return handler(request)
         if seats.in_use >= seats.limit:
             if _is_privileged(user_of(request)):
-                return await handler(request)
-            return status_response(too_many_requests(TOO_MANY_REQUESTS_MESSAGE, RETRY_AFTER_SECONDS))
+                return handler(request)
+            refusal = too_many_requests(TOO_MANY_REQUESTS_MESSAGE, RETRY_AFTER_SECONDS)
+            return immediate(status_response(refusal))
+        return occupy(request, handler, kind, seats)
+
+    async def occupy(request: web.Request, handler: Handler, kind: str, seats: _Seats) -> web.StreamResponse:
         seats.in_use += 1
         # Noted on entry and on exit, as kube does: both moments feed the per-second maximum.
         watermark.record(kind, seats.in_use)

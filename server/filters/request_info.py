@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
@@ -14,14 +16,21 @@ REQUEST_INFO_KEY = REQUEST_INFO
 
 
 @web.middleware
-async def request_info(request: web.Request, handler: Handler) -> web.StreamResponse:
+def request_info(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
+    """Resolve, store, and hand back the rest of the chain's awaitable.
+
+    A plain function, not a coroutine: aiohttp awaits what a middleware returns, so returning
+    ``handler(request)`` leaves no frame of this filter alive while the request runs (a watch runs
+    for minutes), and saves a coroutine per request. A RequestInfoError still surfaces inside the
+    ``await`` of the filter outside (recovery).
+    """
     try:
         info = resolve(request.method, request.path, request.query)
     except RequestInfoError as err:
         # kube answers 500 for paths such as /api/v1/watch that name a verb but no resource.
         raise internal_error(f"failed to create RequestInfo: {err}") from err
     request[REQUEST_INFO_KEY] = info
-    return await handler(request)
+    return handler(request)
 
 
 def request_info_of(request: web.Request) -> RequestInfo:
