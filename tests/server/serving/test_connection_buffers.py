@@ -1,0 +1,116 @@
+"""TLSSite: HTTPS through CompactSSLProtocol behaves like aiohttp's TCPSite with ssl_context."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import ssl
+from pathlib import Path
+
+from aiohttp import ClientSession, web
+
+from server.serving import connection_buffers
+from server.serving.certs import ensure_client_ca, ensure_self_signed, issue_client_cert, peer_identity
+from server.serving.connection_buffers import CompactSSLProtocol, TLSSite
+from server.serving.heap_trim import HeapTrimmer
+from server.serving.tls import build_server_context
+
+BIG = 7 * 1024 * 1024 + 123  # more than the receive buffer, and not a multiple of a TLS record
+
+
+def _contexts(tmp_path: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    serving = ensure_self_signed(tmp_path / "serving", dns_names=[], ip_addresses=[])
+    ca, ca_key = ensure_client_ca(tmp_path / "client")
+    cert, key = issue_client_cert(
+        ca, ca_key, common_name="alice", organizations=["cooks"], out_dir=tmp_path, basename="alice"
+    )
+    server = build_server_context(serving.cert_path, serving.key_path, [ca])
+    client = ssl.create_default_context(cafile=str(serving.ca_cert_path))
+    client.load_cert_chain(cert, key)
+    return server, client
+
+
+async def _echo(request: web.Request) -> web.StreamResponse:
+    """Reports the client certificate's CN and a digest of the body; GET /big sends BIG bytes."""
+    transport = request.transport
+    assert transport is not None
+    ssl_object = transport.get_extra_info("ssl_object")
+    common_name = peer_identity(ssl_object.getpeercert(binary_form=True))[0]
+    peercert = transport.get_extra_info("peercert")
+    if request.path == "/big":
+        return web.Response(body=b"p" * BIG)
+    body = await request.read()
+    return web.json_response(
+        {
+            "cn": common_name,
+            "peercert_subject": [list(rdn[0]) for rdn in peercert["subject"]],
+            "size": len(body),
+            "sha256": hashlib.sha256(body).hexdigest(),
+            "protocol": type(transport._ssl_protocol).__name__,  # type: ignore[attr-defined]
+        }
+    )
+
+
+async def test_requests_bodies_and_client_certificates(tmp_path: Path) -> None:
+    server_context, client_context = await asyncio.to_thread(_contexts, tmp_path)
+    app = web.Application(client_max_size=2 * BIG)
+    app.router.add_route("*", "/{tail:.*}", _echo)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = TLSSite(runner, "127.0.0.1", 0, ssl_context=server_context)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        assert site.name == f"https://127.0.0.1:{port}"
+        base = f"https://127.0.0.1:{port}"
+        upload = bytes(range(256)) * (BIG // 256)
+        async with ClientSession() as session:
+            async with session.post(f"{base}/upload", data=upload, ssl=client_context) as response:
+                assert response.status == 200
+                echoed = await response.json()
+            assert echoed == {
+                "cn": "alice",
+                "peercert_subject": [["organizationName", "cooks"], ["commonName", "alice"]],
+                "size": len(upload),
+                "sha256": hashlib.sha256(upload).hexdigest(),
+                "protocol": "CompactSSLProtocol",
+            }
+            # Keep-alive: the same connection serves a large response next, then a small request.
+            async with session.get(f"{base}/big", ssl=client_context) as response:
+                assert await response.read() == b"p" * BIG
+            async with session.get(f"{base}/small", ssl=client_context) as response:
+                assert (await response.json())["size"] == 0
+    finally:
+        await runner.cleanup()
+
+
+async def test_connections_share_one_receive_buffer(tmp_path: Path) -> None:
+    server_context, _ = await asyncio.to_thread(_contexts, tmp_path)
+    loop = asyncio.get_running_loop()
+    first = CompactSSLProtocol(loop, asyncio.Protocol(), server_context)
+    second = CompactSSLProtocol(loop, asyncio.Protocol(), server_context)
+    assert first.get_buffer(-1) is second.get_buffer(-1)
+    assert len(first.get_buffer(-1)) == connection_buffers.RECEIVE_SIZE
+    assert first.max_size == connection_buffers.PLAINTEXT_READ_SIZE
+
+
+async def test_heap_trim_runs_once_after_a_burst_of_closes() -> None:
+    calls: list[int] = []
+    trimmed = asyncio.Event()
+
+    def trim(pad: int) -> int:
+        calls.append(pad)
+        loop.call_soon_threadsafe(trimmed.set)
+        return 1
+
+    loop = asyncio.get_running_loop()
+    trimmer = HeapTrimmer(after_closes=3, delay=0.01, min_interval=60.0, trim=trim)
+    for _ in range(2):
+        trimmer.connection_closed(loop)
+    await asyncio.sleep(0.05)
+    assert calls == []
+    for _ in range(10):
+        trimmer.connection_closed(loop)
+    await asyncio.wait_for(trimmed.wait(), 5)
+    await asyncio.sleep(0.05)
+    assert calls == [0]  # one trim for the burst; the next waits for min_interval
