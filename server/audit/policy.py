@@ -8,6 +8,7 @@ messages.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -81,18 +82,30 @@ class Policy:
     rules: tuple[PolicyRule, ...]
     omit_stages: frozenset[str] = frozenset()
     omit_managed_fields: bool = False
+    # The answer of each rule, and of no rule, made once: evaluate runs on every request.
+    _answers: tuple[RequestAuditConfig, ...] = dataclasses.field(init=False, repr=False, compare=False)
+    _default: RequestAuditConfig = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        answers = tuple(
+            RequestAuditConfig(
+                rule.level,
+                rule.omit_stages | self.omit_stages,
+                self.omit_managed_fields if rule.omit_managed_fields is None else rule.omit_managed_fields,
+            )
+            for rule in self.rules
+        )
+        object.__setattr__(self, "_answers", answers)
+        object.__setattr__(
+            self, "_default", RequestAuditConfig(LEVEL_NONE, self.omit_stages, self.omit_managed_fields)
+        )
 
     def evaluate(self, user: UserInfo | None, info: RequestInfo) -> RequestAuditConfig:
         """First matching rule wins; its omitStages are unioned with the policy's (kube's NewChecker)."""
-        for rule in self.rules:
+        for rule, answer in zip(self.rules, self._answers, strict=True):
             if rule_matches(rule, user, info):
-                omit = rule.omit_managed_fields
-                return RequestAuditConfig(
-                    rule.level,
-                    rule.omit_stages | self.omit_stages,
-                    self.omit_managed_fields if omit is None else omit,
-                )
-        return RequestAuditConfig(LEVEL_NONE, self.omit_stages, self.omit_managed_fields)
+                return answer
+        return self._default
 
 
 def rule_matches(rule: PolicyRule, user: UserInfo | None, info: RequestInfo) -> bool:

@@ -8,11 +8,14 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from apis.meta.errors import internal_error
-from server.request_info import RequestInfo, RequestInfoError, resolve
+from server.request_info import RequestInfo, RequestInfoError, ResolvedPaths, resolve
 from server.request_state import REQUEST_INFO
 
 # request[REQUEST_INFO_KEY] holds the RequestInfo.
 REQUEST_INFO_KEY = REQUEST_INFO
+
+# Shared by every app in the process: answers depend only on the request (kube's fixed rules).
+_resolved = ResolvedPaths()
 
 
 @web.middleware
@@ -25,7 +28,7 @@ def request_info(request: web.Request, handler: Handler) -> Awaitable[web.Stream
     ``await`` of the filter outside (recovery).
     """
     try:
-        info = resolve(request.method, request.path, request.query)
+        info = _resolved.resolve(request.method, request.path, request.query)
     except RequestInfoError as err:
         # kube answers 500 for paths such as /api/v1/watch that name a verb but no resource.
         raise internal_error(f"failed to create RequestInfo: {err}") from err

@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from server.request_info import RequestInfo, RequestInfoError, exact_match, resolve
+from server.request_info import RequestInfo, RequestInfoError, ResolvedPaths, exact_match, resolve
 
 
 def _resolve(method: str, url: str) -> RequestInfo:
@@ -307,3 +307,25 @@ def test_exact_match_rejects_a_term_without_operator() -> None:
     assert exact_match("", "metadata.name") is None
     # Terms are sorted before matching, as kube does: the first sorted match wins.
     assert exact_match("metadata.name=b,metadata.name==a", "metadata.name") == "a"
+
+
+def test_resolved_paths_remembers_only_answers_that_ignore_the_query() -> None:
+    paths = ResolvedPaths(max_entries=2)
+    toppings = "/apis/restaurant.programming-kubernetes.info/v1beta1/toppings"
+    named = paths.resolve("GET", f"{toppings}/salami", {"watch": "1"})
+    assert named is paths.resolve("GET", f"{toppings}/salami", {})
+    assert (named.verb, named.name) == ("get", "salami")
+    # A collection: list, then watch, then a list of one named object, all from the same path.
+    assert paths.resolve("GET", toppings, {}).verb == "list"
+    assert paths.resolve("GET", toppings, {"watch": "true"}).verb == "watch"
+    one = paths.resolve("GET", toppings, {"fieldSelector": "metadata.name=x"})
+    assert (one.verb, one.name, one.field_selector) == ("list", "x", "metadata.name=x")
+    assert paths.resolve("DELETE", toppings, {}).verb == "deletecollection"
+    # The method is part of the answer.
+    assert paths.resolve("DELETE", f"{toppings}/salami", {}).verb == "delete"
+    assert paths.resolve("GET", "/healthz", {}).is_resource_request is False
+    # Bounded: the oldest answer went, and is resolved again (equal, not the same object).
+    again = paths.resolve("GET", f"{toppings}/salami", {})
+    assert again == named and again is not named
+    with pytest.raises(RequestInfoError):
+        paths.resolve("GET", "/api/v1/watch", {})
