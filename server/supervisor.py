@@ -173,12 +173,14 @@ class _Workers:
             if self._signals:
                 return False
             for pipe in [pipe for pipe in waiting if pipe in ready]:
-                with contextlib.suppress(EOFError):
+                try:
                     message = pipe.recv()
-                    if message[0] == "ready":
-                        del waiting[pipe]
-                        continue
-                    logger.error("worker %s failed to start: %s", waiting[pipe].name, message[1])
+                except EOFError:
+                    message = ("failed", "it exited")
+                if message[0] == "ready":
+                    del waiting[pipe]
+                    continue
+                logger.error("worker %s failed to start: %s", waiting[pipe].name, message[1])
                 return False
             if any(process.sentinel in ready for process in waiting.values()):
                 return False
