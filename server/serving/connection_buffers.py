@@ -37,6 +37,9 @@ PLAINTEXT_READ_SIZE = 16 * 1024
 # Ciphertext per recv from the socket: shared, so its size costs nothing per connection; a
 # connection's incoming MemoryBIO grows to about this much at most, as it is drained after each read.
 RECEIVE_SIZE = 64 * 1024
+# Plaintext encrypted at a time before its ciphertext moves on to the socket: what a connection's
+# outgoing MemoryBIO grows to (its buffer never shrinks while the connection lives).
+WRITE_CHUNK = 64 * 1024
 
 _per_thread = threading.local()
 
@@ -88,6 +91,42 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
             if isinstance(ssl_object, ssl.SSLObject):
                 return ssl_object.getpeercert()
         return super()._get_extra_info(name, default)
+
+    def _do_write(self) -> None:
+        """Encrypt the backlog a chunk at a time, moving each chunk's ciphertext to the socket.
+
+        asyncio encrypts the whole backlog into the outgoing MemoryBIO at once, and that buffer never
+        shrinks: after one 8 MB LIST a keep-alive connection held ~8 MB until it closed. Here the BIO
+        holds at most about ``WRITE_CHUNK``. While the socket transport is paused (its buffer is
+        full), plaintext waits in the backlog instead — it counts for flow control just the same —
+        and ``resume_writing`` carries on. When flushing before close_notify everything is encrypted
+        at once, as asyncio does, so no data can be left behind the shutdown.
+        """
+        backlog = self._write_backlog
+        try:
+            while backlog:
+                if self._ssl_writing_paused and self._state == sslproto.SSLProtocolState.WRAPPED:
+                    break
+                data = backlog[0]
+                size = len(data)
+                count = self._sslobj.write(memoryview(data)[:WRITE_CHUNK] if size > WRITE_CHUNK else data)
+                if count < size:
+                    backlog[0] = memoryview(data)[count:]
+                else:
+                    del backlog[0]
+                self._write_buffer_size -= count
+                self._process_outgoing()
+        except sslproto.SSLAgainErrors:
+            pass
+        self._process_outgoing()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._write_backlog and self._state == sslproto.SSLProtocolState.WRAPPED:
+            try:
+                self._do_write()
+            except Exception as exc:
+                self._fatal_error(exc, "Fatal error on SSL protocol")
 
     def connection_lost(self, exc: BaseException | None) -> None:
         super().connection_lost(exc)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import socket
 import ssl
 from pathlib import Path
 
@@ -37,8 +38,12 @@ async def _echo(request: web.Request) -> web.StreamResponse:
     ssl_object = transport.get_extra_info("ssl_object")
     common_name = peer_identity(ssl_object.getpeercert(binary_form=True))[0]
     peercert = transport.get_extra_info("peercert")
-    if request.path == "/big":
-        return web.Response(body=b"p" * BIG)
+    if request.path.startswith("/big"):
+        response = web.Response(body=b"p" * BIG)
+        if request.path == "/big-then-close":
+            # Closed right after the body is handed over: all of it must precede close_notify.
+            response.force_close()
+        return response
     body = await request.read()
     return web.json_response(
         {
@@ -80,8 +85,50 @@ async def test_requests_bodies_and_client_certificates(tmp_path: Path) -> None:
                 assert await response.read() == b"p" * BIG
             async with session.get(f"{base}/small", ssl=client_context) as response:
                 assert (await response.json())["size"] == 0
+            async with session.get(f"{base}/big-then-close", ssl=client_context) as response:
+                assert await response.read() == b"p" * BIG
     finally:
         await runner.cleanup()
+
+
+async def test_a_slow_reader_gets_every_byte_and_the_outgoing_buffer_stays_small(tmp_path: Path) -> None:
+    """The socket fills while the client does not read: writing pauses, then resumes in order."""
+    server_context, client_context = await asyncio.to_thread(_contexts, tmp_path)
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", _echo)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await TLSSite(runner, "127.0.0.1", 0, ssl_context=server_context).start()
+    try:
+        port = runner.addresses[0][1]
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)  # the kernel takes little of it
+        raw.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(raw, ("127.0.0.1", port))
+        reader, writer = await asyncio.open_connection(
+            sock=raw, ssl=client_context, server_hostname="127.0.0.1"
+        )
+        writer.write(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        await asyncio.sleep(0.5)  # the server writes into a full socket meanwhile
+        # The rest waits as plaintext; only about a chunk of ciphertext is buffered at a time (asyncio
+        # would have encrypted all of it, into a MemoryBIO whose buffer then never shrinks).
+        waiting = [p for p in _live_protocols() if p._write_backlog]  # type: ignore[attr-defined]
+        assert waiting, "the server should still be holding part of the response"
+        for protocol in waiting:
+            ciphertext = protocol._outgoing.pending + protocol._transport.get_write_buffer_size()  # type: ignore[attr-defined]
+            assert ciphertext <= 4 * connection_buffers.WRITE_CHUNK
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert b"Content-Length: %d" % BIG in head
+        assert await reader.readexactly(BIG) == b"p" * BIG
+        writer.close()
+    finally:
+        await runner.cleanup()
+
+
+def _live_protocols() -> list[CompactSSLProtocol]:
+    import gc
+
+    return [o for o in gc.get_objects() if isinstance(o, CompactSSLProtocol)]
 
 
 async def test_connections_share_one_receive_buffer(tmp_path: Path) -> None:
