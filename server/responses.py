@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -42,3 +43,20 @@ def status_response(err: StatusError) -> web.Response:
     return web.Response(
         body=orjson.dumps(err.status()), status=err.code, content_type=JSON, headers=err.headers or None
     )
+
+
+def warning_header(text: str) -> str:
+    """RFC 7234 warning as kube sends it: 299 - "<quoted, escaped text>"."""
+    return "299 - " + json.dumps(text)
+
+
+def add_warning(response: web.StreamResponse, text: str, *, first: bool = False) -> None:
+    """Add a `Warning` header; `first` puts it before those already there (kube records a deprecated
+    endpoint's warning before the handler adds its own)."""
+    if not first:
+        response.headers.add("Warning", warning_header(text))
+        return
+    others = response.headers.popall("Warning", [])
+    response.headers.add("Warning", warning_header(text))
+    for other in others:
+        response.headers.add("Warning", other)

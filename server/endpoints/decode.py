@@ -1,8 +1,9 @@
 """A request body in some served version → a hub object, with kube's checks in kube's order.
 
 apiVersion/kind checks → prune (unknown fields reported per `fieldValidation`) → defaults of the
-body's version → schema validation → conversion to the hub. The body may be in any served version of
-the group; the answer is always in the URL's version.
+URL's version → schema validation → conversion to the hub. The body must be written in the URL's
+version: k8s.io/apiserver refuses another one, even another served version of the same group (its
+decoder converts only into the version the endpoint was installed for).
 """
 
 from __future__ import annotations
@@ -25,13 +26,8 @@ def _strict_message(unknown: list[str], duplicates: list[str]) -> str:
     return "strict decoding error: " + ", ".join(parts)
 
 
-def warning_header(text: str) -> str:
-    """RFC 7234 warning as kube sends it: 299 - "<quoted, escaped text>"."""
-    return "299 - " + json.dumps(text)
-
-
 def check_type(scope: ResourceScope, data: Any) -> str:
-    """Validate apiVersion/kind of a body and return the served version it is written in."""
+    """Validate apiVersion/kind of a body and return its version, which is the URL's."""
     if not isinstance(data, dict):
         raise errors.bad_request(f"the body of the request must be a JSON object, got {type(data).__name__}")
     kind, api_version = data.get("kind"), data.get("apiVersion")
@@ -40,7 +36,7 @@ def check_type(scope: ResourceScope, data: Any) -> str:
     if not api_version:
         raise errors.bad_request(f"Object 'apiVersion' is missing in '{_preview(data)}'")
     version = scope.codec.version_of(str(api_version))
-    if version is None:
+    if version != scope.version:
         raise errors.bad_request(
             f"the API version in the data ({api_version}) does not match "
             f"the expected API version ({scope.api_version})"

@@ -26,7 +26,7 @@ from apis.schema.strategic_merge import go_format
 from registry.generic.admission import Attributes, Operation
 from registry.generic.managed_fields import FieldManager, manager_from_user_agent
 from server.endpoints import body as bodies
-from server.endpoints.decode import decode_object, warning_header
+from server.endpoints.decode import decode_object
 from server.endpoints.negotiation import JSON, YAML, Output, body_media_type, negotiate_output
 from server.endpoints.patch import json_patch, merge_patch, strategic_merge, strategic_patch_document
 from server.endpoints.query import dry_run, field_validation
@@ -34,7 +34,7 @@ from server.endpoints.render import render_object
 from server.endpoints.scope import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ResourceScope
 from server.request_info import RequestInfo
 from server.request_state import USER
-from server.responses import object_response
+from server.responses import add_warning, object_response
 
 
 async def _read_object(request: web.Request, scope: ResourceScope, validation: str) -> tuple[Any, list[str]]:
@@ -102,7 +102,7 @@ def _respond(
         render_object(scope, obj, output), status=status, content_type=output.content_type
     )
     for text in warnings:
-        response.headers.add("Warning", warning_header(text))
+        add_warning(response, text)
     return response
 
 
