@@ -183,3 +183,16 @@ def name_is_dns_label(name: str, prefix: bool) -> list[str]:
 
 # ValidateNamespaceName in apimachinery/pkg/api/validation/generic.go.
 validate_namespace_name: NameFn = name_is_dns_label
+
+
+# apimachinery/pkg/api/validation/path: names that are only used as one segment of a URL path.
+_PATH_SEGMENT_NOT = (".", "..")
+_PATH_SEGMENT_NOT_CONTAIN = ("/", "%")
+
+
+def name_is_path_segment(name: str, prefix: bool) -> list[str]:
+    """ValidatePathSegmentName: what k8s.io/apiserver's generic registry asks of every name (it must
+    fit in a URL path); kinds that need DNS names (most built-in kinds, custom resources) ask more."""
+    if not prefix and name in _PATH_SEGMENT_NOT:
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in _PATH_SEGMENT_NOT_CONTAIN if c in name]

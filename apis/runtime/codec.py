@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from apis.runtime.kinds import KindInfo
+from apis.runtime.kinds import HubObject, KindInfo
 from apis.schema.defaults import apply_defaults
 from apis.schema.prune import prune
 
@@ -37,18 +37,18 @@ class Codec:
             return None
         return version
 
-    def to_version(self, hub: Any, version: str) -> dict[str, Any]:
+    def to_version(self, hub: HubObject, version: str) -> dict[str, Any]:
         body = self.kind.versions[version].from_hub(hub)
         return {"apiVersion": self.api_version(version), "kind": self.kind.kind, **body}
 
-    def from_version(self, data: dict[str, Any], version: str) -> Any:
+    def from_version(self, data: dict[str, Any], version: str) -> HubObject:
         """A pruned and defaulted versioned dict → hub."""
         return self.kind.versions[version].to_hub(data)
 
     def default(self, data: dict[str, Any], version: str) -> None:
         apply_defaults(data, self.kind.versions[version].schema)
 
-    def redefault(self, hub: Any, version: str) -> Any:
+    def redefault(self, hub: HubObject, version: str) -> HubObject:
         """Apply `version`'s defaults again, e.g. to fields a mutating admission plugin removed."""
         data = self.to_version(hub, version)
         self.default(data, version)
@@ -56,14 +56,14 @@ class Codec:
 
     # --- storage ---------------------------------------------------------------------------------
 
-    def encode(self, hub: Any) -> bytes:
+    def encode(self, hub: HubObject) -> bytes:
         """Hub → storage-version JSON. resourceVersion is never stored: it is the key's mod_revision."""
         data = self.to_version(hub, self.kind.storage_version)
         data["metadata"].pop("resourceVersion", None)
         data["metadata"].pop("selfLink", None)
         return orjson.dumps(data)
 
-    def decode(self, raw: bytes, resource_version: int) -> Any:
+    def decode(self, raw: bytes, resource_version: int) -> HubObject:
         """Storage bytes (in any served version) → hub with metadata.resourceVersion set."""
         try:
             data = orjson.loads(raw)

@@ -9,13 +9,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
+
+from apis.runtime.lifecycle import Lifecycle
 
 
+@runtime_checkable
 class HubObject(Protocol):
-    """An internal (hub) object: a dataclass whose metadata is kept as a kube ObjectMeta dict."""
+    """An internal (hub) object: a dataclass whose metadata is kept as a kube ObjectMeta dict.
+
+    That is all the generic code may rely on. `spec` and `status` are optional: a kind may have
+    neither (wardle's Fischer keeps `disallowedFlunders` at the top level), so generic code reads them
+    with `spec_of`/`status_of`, never as attributes.
+    """
 
     metadata: dict[str, Any]
+
+
+def spec_of(obj: HubObject) -> Any:
+    """The object's spec, or None for a kind without one."""
+    return getattr(obj, "spec", None)
+
+
+def status_of(obj: HubObject) -> Any:
+    """The object's status, or None for a kind without one."""
+    return getattr(obj, "status", None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +47,17 @@ class VersionedKind:
     `to_hub` receives a pruned and defaulted versioned dict and returns a new hub object;
     `from_hub` returns a new versioned dict *without* apiVersion/kind (the codec sets them).
     Neither may mutate its input.
+
+    `lifecycle` (kube's prerelease-lifecycle tags) makes every request to this version carry kube's
+    deprecation warning once the server's release reaches the deprecation.
     """
 
     version: str
     schema: dict[str, Any]
-    to_hub: Callable[[dict[str, Any]], Any]
+    to_hub: Callable[[dict[str, Any]], HubObject]
+    # Any, not HubObject: each kind's from_hub takes its own hub type (parameters are contravariant).
     from_hub: Callable[[Any], dict[str, Any]]
+    lifecycle: Lifecycle | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,8 @@
 A resource's folder (registry/<group>/<resource>/) builds one `Strategy`; the Store does everything
 else. `SpecStatusStrategy` covers the common case of an object split into spec and status (what
 apiextensions does for every custom resource), so a resource usually only supplies validators.
+`PlainStrategy` is what k8s.io/sample-apiserver's strategies are: nothing prepared, names checked only
+as URL path segments, validators if any. Neither assumes a kind has a spec or a status.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from apis.meta.field import FieldError
+from apis.meta.names import NameFn, name_is_dns_subdomain, name_is_path_segment
+from apis.runtime.kinds import HubObject, spec_of, status_of
 
 Validator = Callable[[Any], list[FieldError]]
 UpdateValidator = Callable[[Any, Any], list[FieldError]]
@@ -28,12 +32,17 @@ class Strategy(Protocol):
     # Extra field selector names `field_attributes` provides (beyond metadata.name/namespace).
     field_names: tuple[str, ...]
 
-    def prepare_for_create(self, obj: Any) -> None: ...
-    def prepare_for_update(self, obj: Any, old: Any) -> None: ...
-    def validate(self, obj: Any) -> list[FieldError]: ...
-    def validate_update(self, obj: Any, old: Any) -> list[FieldError]: ...
-    def canonicalize(self, obj: Any) -> None: ...
-    def field_attributes(self, obj: Any) -> dict[str, str]: ...
+    # metadata.name/generateName rule (kube passes it to ValidateObjectMeta): DNS subdomain for
+    # custom-resource-like kinds, a path segment for sample-apiserver's.
+    @property
+    def validate_name(self) -> NameFn: ...
+
+    def prepare_for_create(self, obj: HubObject) -> None: ...
+    def prepare_for_update(self, obj: HubObject, old: HubObject) -> None: ...
+    def validate(self, obj: HubObject) -> list[FieldError]: ...
+    def validate_update(self, obj: HubObject, old: HubObject) -> list[FieldError]: ...
+    def canonicalize(self, obj: HubObject) -> None: ...
+    def field_attributes(self, obj: HubObject) -> dict[str, str]: ...
 
 
 def _no_errors(*_: Any) -> list[FieldError]:
@@ -62,6 +71,7 @@ class SpecStatusStrategy:
     allow_create_on_update: bool = False
     allow_unconditional_update: bool = False
     empty_status: Callable[[], Any] | None = None
+    validate_name: NameFn = name_is_dns_subdomain
 
     def prepare_for_create(self, obj: Any) -> None:
         if self.has_status and self.empty_status is not None:
@@ -69,10 +79,12 @@ class SpecStatusStrategy:
         obj.metadata["generation"] = 1
 
     def prepare_for_update(self, obj: Any, old: Any) -> None:
-        if self.has_status:
+        if self.has_status and status_of(old) is not None:
             obj.status = copy.deepcopy(old.status)
         generation = int(old.metadata.get("generation") or 0)
-        obj.metadata["generation"] = generation + 1 if obj.spec != old.spec else max(generation, 1)
+        # A kind without spec compares None with None: its generation stays, as for a metadata change.
+        changed = spec_of(obj) != spec_of(old)
+        obj.metadata["generation"] = generation + 1 if changed else max(generation, 1)
 
     def validate(self, obj: Any) -> list[FieldError]:
         return self.validate_fn(obj)
@@ -110,7 +122,8 @@ class StatusStrategy:
         return None
 
     def prepare_for_update(self, obj: Any, old: Any) -> None:
-        obj.spec = copy.deepcopy(old.spec)
+        if spec_of(old) is not None:
+            obj.spec = copy.deepcopy(old.spec)
         rv = obj.metadata.get("resourceVersion")
         obj.metadata = copy.deepcopy(old.metadata)
         if rv is not None:
@@ -129,5 +142,42 @@ class StatusStrategy:
     def field_names(self) -> tuple[str, ...]:
         return self.main.field_names
 
+    @property
+    def validate_name(self) -> NameFn:
+        return self.main.validate_name
+
     def field_attributes(self, obj: Any) -> dict[str, str]:
         return self.main.field_attributes(obj)
+
+
+@dataclass(frozen=True)
+class PlainStrategy:
+    """k8s.io/sample-apiserver's strategies: PrepareForCreate/Update do nothing (no generation, no
+    status reset), names are checked as path segments only (the generic registry's
+    ValidatePathSegmentName), and only the given validators run. For kinds with or without spec."""
+
+    namespaced: bool
+    validate_fn: Validator = _no_errors
+    validate_update_fn: UpdateValidator = _no_errors
+    field_names: tuple[str, ...] = ()
+    allow_create_on_update: bool = False
+    allow_unconditional_update: bool = False
+    validate_name: NameFn = name_is_path_segment
+
+    def prepare_for_create(self, obj: HubObject) -> None:
+        return None
+
+    def prepare_for_update(self, obj: HubObject, old: HubObject) -> None:
+        return None
+
+    def validate(self, obj: HubObject) -> list[FieldError]:
+        return self.validate_fn(obj)
+
+    def validate_update(self, obj: HubObject, old: HubObject) -> list[FieldError]:
+        return self.validate_update_fn(obj, old)
+
+    def canonicalize(self, obj: HubObject) -> None:
+        return None
+
+    def field_attributes(self, obj: HubObject) -> dict[str, str]:
+        return {}

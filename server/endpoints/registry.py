@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from registry.generic.admission import MutatingPlugin, ValidatingPlugin
 from registry.generic.installation import GroupInstallation
 from server.admission.chain import AdmissionChain
+from server.endpoints.deprecation import version_warnings
 from server.endpoints.scope import APIRegistry, ResourceScope
 
 
@@ -33,5 +34,6 @@ def build_registry(
                     store=installation.stores[kind.resource],
                     admission=chain,
                     subresources=installation.subresources.get(kind.resource, {}),
+                    warnings=version_warnings(group.group, kind, version),
                 )
     return APIRegistry(groups=tuple(i.group for i in installations), scopes=scopes)

@@ -36,6 +36,8 @@ class ResourceScope:
     # Strategies of subresources served for this kind, by name ("status").
     subresources: dict[str, Strategy] = field(default_factory=dict)
     patch_types: tuple[str, ...] = PATCH_TYPES
+    # Warnings every response of this version carries (kube's deprecation warning), see deprecation.py.
+    warnings: tuple[str, ...] = ()
 
     @property
     def codec(self) -> Codec:
