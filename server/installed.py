@@ -1,15 +1,52 @@
-"""The API groups this server serves: adding a group is one line here.
+"""The API groups installed in this Python environment, found through entry points.
 
-Each entry takes the storage backend and returns a GroupInstallation (registry/<group>/install.py).
-This is the composition root, the only place in server/ that names a group.
+A group is a distribution's entry point in the `pizza_apiserver.api_groups` group (pyproject.toml's
+`[project.entry-points."pizza_apiserver.api_groups"]`): its name is the API group, its value the
+installer, `storage -> GroupInstallation` (registry/<group>/install.py). So server/ names no group,
+and a fork or a separate package adds one without touching it; `--api-groups` chooses among them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from importlib.metadata import entry_points
 
 from registry.generic.installation import GroupInstallation
-from registry.restaurant.install import install as restaurant
 from storage.interface import Interface
 
-INSTALLERS: tuple[Callable[[Interface], GroupInstallation], ...] = (restaurant,)
+ENTRY_POINT_GROUP = "pizza_apiserver.api_groups"
+
+Installer = Callable[[Interface], GroupInstallation]
+
+
+def installed_group_names() -> list[str]:
+    """The installed groups' names, without importing them (for flag help and validation)."""
+    return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def installed_groups() -> dict[str, Installer]:
+    """Every installed group by name, in name order (so the served order does not depend on which
+    distribution was installed first). Loading imports the group's registry package."""
+    found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    return {ep.name: ep.load() for ep in found}
+
+
+def install_groups(storage: Interface, names: Iterable[str] = ()) -> list[GroupInstallation]:
+    """Install the named groups over `storage` (every installed group when `names` is empty).
+
+    An unknown name is a ValueError; `--api-groups` validation reports it before start-up.
+    """
+    installers = installed_groups()
+    chosen = list(dict.fromkeys(names)) or list(installers)
+    unknown = [name for name in chosen if name not in installers]
+    if unknown:
+        raise ValueError(f"API groups not installed: {', '.join(unknown)}")
+    installations = [installers[name](storage) for name in chosen]
+    for name, installation in zip(chosen, installations, strict=True):
+        if installation.group.group != name:
+            raise ValueError(f"entry point {name!r} installs the group {installation.group.group!r}")
+    return installations
+
+
+# What server/config.py installs until it passes --api-groups to install_groups: every installed group.
+INSTALLERS: tuple[Installer, ...] = tuple(installed_groups().values())

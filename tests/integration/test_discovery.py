@@ -31,17 +31,16 @@ async def test_apis_plain_group_list(api) -> None:
         r = await api.get("/apis", headers={"Accept": accept} if accept else None)
         assert r.status == 200
         assert r.headers["Content-Type"] == "application/json"
-        assert r.body == {
-            "kind": "APIGroupList",
-            "apiVersion": "v1",
-            "groups": [
-                {
-                    "name": GROUP,
-                    "versions": _group_versions(),
-                    "preferredVersion": {"groupVersion": f"{GROUP}/v1beta1", "version": "v1beta1"},
-                }
-            ],
-        }
+        body = r.body
+        assert (body["kind"], body["apiVersion"]) == ("APIGroupList", "v1")
+        # Every installed group is served (wardle.example.com too); this test is about restaurant's.
+        assert [g for g in body["groups"] if g["name"] == GROUP] == [
+            {
+                "name": GROUP,
+                "versions": _group_versions(),
+                "preferredVersion": {"groupVersion": f"{GROUP}/v1beta1", "version": "v1beta1"},
+            }
+        ]
 
 
 @pytest.mark.parametrize(
@@ -63,7 +62,7 @@ async def test_apis_aggregated(api, accept: str, version: str) -> None:
     body = r.body
     assert body["kind"] == "APIGroupDiscoveryList"
     assert body["apiVersion"] == f"apidiscovery.k8s.io/{version}"
-    [group] = body["items"]
+    [group] = [g for g in body["items"] if g["metadata"]["name"] == GROUP]
     assert group["metadata"]["name"] == GROUP
     assert [v["version"] for v in group["versions"]] == ["v1beta1", "v1alpha1"]
     for v in group["versions"]:

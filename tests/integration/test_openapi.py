@@ -82,7 +82,8 @@ async def test_openapi_v2_operations(api) -> None:
 async def test_openapi_v3_index_and_documents(api) -> None:
     r = await api.get("/openapi/v3")
     assert r.status == 200
-    index = r.body["paths"]
+    # Every installed group has its documents (wardle.example.com too); this test is about restaurant's.
+    index = {key: entry for key, entry in r.body["paths"].items() if key.startswith(f"apis/{GROUP}/")}
     assert set(index) == {f"apis/{GROUP}/v1alpha1", f"apis/{GROUP}/v1beta1"}
     for key, entry in index.items():
         url = entry["serverRelativeURL"]

@@ -1,0 +1,21 @@
+"""wardle.example.com/v1beta1 (sample-apiserver's pkg/apis/wardle/v1beta1): the hub's shape."""
+
+from __future__ import annotations
+
+from apis.meta.schemas import object_schema
+from apis.schema.build import string, struct
+
+VERSION = "v1beta1"
+
+FLUNDER = object_schema(
+    "Flunder is an example type with a spec and a status.",
+    {
+        "spec": struct(
+            "FlunderSpec is the specification of a Flunder.",
+            flunderReference=string("A name of another flunder, mutually exclusive to the FischerReference."),
+            fischerReference=string("A name of a fischer, mutually exclusive to the FlunderReference."),
+            referenceType=string("The reference type."),
+        ),
+        "status": struct("FlunderStatus is the status of a Flunder."),
+    },
+)

@@ -1,0 +1,233 @@
+"""The wardle.example.com group of k8s.io/sample-apiserver, served next to restaurant over real HTTPS.
+
+What sample-apiserver does is the expected behaviour: Flunder in v1beta1 (preferred) and v1alpha1
+(deprecated, the storage version), Fischer in v1alpha1 only with a top-level `disallowedFlunders` and
+no spec, the BanFlunder admission plugin, kube's deprecation warning on every v1alpha1 response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+
+from server.app import build_app
+from server.config import build_config, write_admin_kubeconfig
+from server.endpoints.deprecation import deprecation_warnings
+from server.options import parse_args
+from tests.fixtures.server import RunningServer, server_args
+from tests.integration.conftest import Api
+
+GROUP = "wardle.example.com"
+DEPRECATED = (
+    '299 - "wardle.example.com/v1alpha1 Flunder is deprecated in v1.3+, unavailable in v1.10+"',
+    '299 - "wardle.example.com/v1alpha1 Fischer is deprecated in v1.3+, unavailable in v1.10+"',
+)
+MERGE = "application/merge-patch+json"
+
+
+@contextlib.asynccontextmanager
+async def _wardle_server(data_dir: Path, *extra: str) -> AsyncIterator[tuple[RunningServer, Any]]:
+    """The server as `server.cli.serve` builds it, with its storage; the deprecation hook is added when
+    server/app.py does not register it yet."""
+    options = parse_args(server_args(data_dir, *extra)).complete()
+    config = await build_config(options)
+    app = build_app(config)
+    if deprecation_warnings not in app.on_response_prepare:
+        app.on_response_prepare.append(deprecation_warnings)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=2.0)
+    try:
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=config.tls.listening_context)
+        await site.start()
+        url = f"https://127.0.0.1:{runner.addresses[0][1]}"
+        kubeconfig = await asyncio.to_thread(write_admin_kubeconfig, config, url)
+        assert options.cert_dir is not None
+        yield RunningServer(url, data_dir, kubeconfig, options.cert_dir), config.storage
+    finally:
+        await runner.cleanup()
+        await config.close()
+
+
+@pytest.fixture
+async def wardle(tmp_path: Path) -> AsyncIterator[Api]:
+    async with _wardle_server(tmp_path / "data") as (server, storage), server.session() as session:
+        yield Api(server, session, {"storage": storage})
+
+
+def flunders(version: str = "v1beta1", name: str = "", namespace: str = "default") -> str:
+    base = f"/apis/{GROUP}/{version}/namespaces/{namespace}/flunders"
+    return f"{base}/{name}" if name else base
+
+
+def fischers(name: str = "") -> str:
+    base = f"/apis/{GROUP}/v1alpha1/fischers"
+    return f"{base}/{name}" if name else base
+
+
+def flunder(name: str, version: str = "v1beta1", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": f"{GROUP}/{version}", "kind": "Flunder", "metadata": {"name": name}, "spec": spec}
+
+
+def fischer(name: str, *disallowed: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "Fischer", "metadata": {"name": name}}
+    if disallowed:
+        body["disallowedFlunders"] = list(disallowed)
+    return body
+
+
+async def test_flunder_in_both_versions_stored_in_v1alpha1(wardle: Api) -> None:
+    r = await wardle.post(flunders(), flunder("f1", flunderReference="f0", referenceType="Flunder"))
+    assert r.status == 201, r
+    assert r.body["spec"] == {"flunderReference": "f0", "referenceType": "Flunder"}
+    assert r.body["status"] == {}
+    # sample-apiserver's strategies set no generation.
+    assert "generation" not in r.body["metadata"]
+    alpha = (await wardle.get(flunders("v1alpha1", "f1"))).body
+    assert alpha["apiVersion"] == f"{GROUP}/v1alpha1"
+    assert alpha["spec"] == {"reference": "f0", "referenceType": "Flunder"}
+    kv = await wardle.extra["storage"].get(f"/{GROUP}/flunders/default/f1")
+    stored = orjson.loads(kv.value)
+    assert stored["apiVersion"] == f"{GROUP}/v1alpha1"
+    assert stored["spec"] == {"reference": "f0", "referenceType": "Flunder"}
+
+
+async def test_v1alpha1_defaults_and_drops_unknown_reference_types(wardle: Api) -> None:
+    r = await wardle.post(flunders("v1alpha1"), flunder("f2", "v1alpha1", reference="fi"))
+    assert r.status == 201, r
+    assert r.body["spec"] == {"reference": "fi", "referenceType": "Flunder"}
+    beta = (await wardle.get(flunders("v1beta1", "f2"))).body
+    assert beta["spec"] == {"flunderReference": "fi", "referenceType": "Flunder"}
+    # sample-apiserver's conversion keeps only the two known types.
+    other = flunder("f3", "v1alpha1", reference="x", referenceType="Other")
+    r = await wardle.post(flunders("v1alpha1"), other)
+    assert r.status == 201, r
+    assert r.body["spec"] == {}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"flunderReference": "a", "fischerReference": "b", "referenceType": "Flunder"},
+            'spec.fischerReference: Invalid value: "b": cannot be set with flunderReference at the same time',
+        ),
+        (
+            {"fischerReference": "b", "referenceType": "Flunder"},
+            'spec.fischerReference: Invalid value: "b": cannot be set if referenceType is not Fischer',
+        ),
+        (
+            {"referenceType": "Fischer"},
+            'spec.fischerReference: Invalid value: "": cannot be empty if referenceType is Fischer',
+        ),
+        (
+            {"referenceType": "Other"},
+            'spec.referenceType: Invalid value: "Other": must be Flunder or Fischer',
+        ),
+    ],
+)
+async def test_flunder_validation(wardle: Api, spec: dict[str, str], message: str) -> None:
+    r = await wardle.post(flunders(), flunder("bad", **spec))
+    assert r.status == 422, r
+    assert message in r.body["message"]
+
+
+async def test_fischer_without_spec_labels_and_patches(wardle: Api) -> None:
+    """A kind without spec through every write path (labelling one used to be a 500)."""
+    r = await wardle.post(fischers(), fischer("fi", "evil"))
+    assert r.status == 201, r
+    assert r.body["disallowedFlunders"] == ["evil"]
+    for content_type, patch in (
+        (MERGE, {"metadata": {"labels": {"a": "b"}}}),
+        ("application/strategic-merge-patch+json", {"metadata": {"labels": {"c": "d"}}}),
+        ("application/json-patch+json", [{"op": "add", "path": "/disallowedFlunders/-", "value": "bad"}]),
+    ):
+        r = await wardle.patch(fischers("fi"), patch, content_type)
+        assert r.status == 200, r
+    assert r.body["metadata"]["labels"] == {"a": "b", "c": "d"}
+    assert r.body["disallowedFlunders"] == ["evil", "bad"]
+    put = r.body | {"disallowedFlunders": []}
+    r = await wardle.put(fischers("fi"), put)
+    assert r.status == 200, r
+    assert "disallowedFlunders" not in r.body
+    listed = await wardle.get(fischers(), params={"labelSelector": "a=b"})
+    assert [item["metadata"]["name"] for item in listed.body["items"]] == ["fi"]
+    assert (await wardle.delete(fischers("fi"))).status == 200
+
+
+async def test_ban_flunder(wardle: Api) -> None:
+    assert (await wardle.post(fischers(), fischer("no-evil", "evil"))).status == 201
+    r = await wardle.post(flunders(), flunder("evil"))
+    assert r.status == 403, r
+    assert r.body["reason"] == "Forbidden"
+    assert r.body["message"] == (
+        'flunders.wardle.example.com "evil" is forbidden: '
+        "this name may not be used, please change the resource name"
+    )
+    assert (await wardle.post(flunders(), flunder("good"))).status == 201
+    # Only creation is checked, as by sample-apiserver's plugin (admission.NewHandler(admission.Create)).
+    assert (await wardle.post(fischers(), fischer("no-good", "good"))).status == 201
+    good = (await wardle.get(flunders(name="good"))).body
+    assert (await wardle.put(flunders(name="good"), good)).status == 200
+    # Lifting the ban takes effect at once: the plugin reads Fischers consistently.
+    assert (await wardle.delete(fischers("no-evil"))).status == 200
+    assert (await wardle.post(flunders(), flunder("evil"))).status == 201
+
+
+async def test_deprecated_version_warns_on_every_response(wardle: Api) -> None:
+    r = await wardle.post(flunders("v1alpha1"), flunder("w", "v1alpha1"))
+    assert r.status == 201, r
+    assert r.headers.getall("Warning") == [DEPRECATED[0]]
+    for path in (flunders("v1alpha1"), flunders("v1alpha1", "w"), flunders("v1alpha1", "missing")):
+        r = await wardle.get(path)
+        assert r.headers.getall("Warning") == [DEPRECATED[0]], path
+    assert (await wardle.get(fischers())).headers.getall("Warning") == [DEPRECATED[1]]
+    # The handler's own warnings follow the deprecation warning, as kube records them.
+    body = flunder("w2", "v1alpha1") | {"bogus": 1}
+    r = await wardle.post(flunders("v1alpha1"), body, params={"fieldValidation": "Warn"})
+    assert r.headers.getall("Warning") == [DEPRECATED[0], '299 - "unknown field \\"bogus\\""']
+    async with wardle.session.get(flunders("v1alpha1"), params={"watch": "1", "timeoutSeconds": "1"}) as w:
+        assert w.headers.getall("Warning") == [DEPRECATED[0]]
+        await asyncio.wait_for(w.read(), 10)
+    # The preferred version and the restaurant group carry none.
+    preferred = (flunders("v1beta1"), flunders("v1beta1", "w"), wardle.pizzas_path())
+    for path in (*preferred, f"/apis/{GROUP}/v1alpha1"):
+        assert "Warning" not in (await wardle.get(path)).headers, path
+
+
+async def test_body_in_another_version_is_refused(wardle: Api) -> None:
+    r = await wardle.post(flunders("v1beta1"), flunder("x", "v1alpha1"))
+    assert r.status == 400, r
+    assert r.body["message"] == (
+        f"the API version in the data ({GROUP}/v1alpha1) does not match "
+        f"the expected API version ({GROUP}/v1beta1)"
+    )
+
+
+async def test_fischer_is_not_served_in_v1beta1(wardle: Api) -> None:
+    assert (await wardle.get(f"/apis/{GROUP}/v1beta1/fischers")).status == 404
+    resources = (await wardle.get(f"/apis/{GROUP}/v1beta1")).body["resources"]
+    assert [r["name"] for r in resources] == ["flunders"]
+    resources = (await wardle.get(f"/apis/{GROUP}/v1alpha1")).body["resources"]
+    assert sorted(r["name"] for r in resources) == ["fischers", "flunders"]
+    assert (await wardle.get(f"/apis/{GROUP}")).body["preferredVersion"]["version"] == "v1beta1"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs registry/generic/store.py to pass name_fn=self.strategy.validate_name to "
+    "validate_object_meta (create and update); remove this marker once it does",
+)
+async def test_names_are_checked_as_path_segments(wardle: Api) -> None:
+    """sample-apiserver checks names only with ValidatePathSegmentName: not DNS subdomains."""
+    r = await wardle.post(fischers(), fischer("Not_A.DNS-Name"))
+    assert r.status == 201, r
+    r = await wardle.post(fischers(), fischer("a%b"))
+    assert r.status == 422, r
+    assert "metadata.name: Invalid value: \"a%b\": may not contain '%'" in r.body["message"]
