@@ -55,6 +55,9 @@ class _Field:
     struct: HubShape | None  # an object with properties
     items: HubShape | None  # an array of such objects
     array: bool
+    # Written even when empty: a field with a schema default, where leaving out `[]` or `""` would
+    # let the default apply on the next read and change the object.
+    keep_empty: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +90,17 @@ class HubShape:
             if f.struct is not None:
                 out[f.json] = f.struct.from_hub(value)
             elif f.items is not None:
-                if value:
+                if value or (f.keep_empty and value is not None):
                     out[f.json] = [f.items.from_hub(v) for v in value]
-            elif f.json == "metadata" or (value is not None and value != "" and value != [] and value != {}):
+            elif f.json == "metadata" or _written(value, f.keep_empty):
                 out[f.json] = copy_json(value)  # metadata is a struct in Go: always written
         return out
+
+
+def _written(value: Any, keep_empty: bool) -> bool:
+    if value is None:
+        return False
+    return keep_empty or (value != "" and value != [] and value != {})
 
 
 def hub_shape(name: str, schema: dict[str, Any], module: str) -> HubShape:
@@ -116,7 +125,7 @@ def hub_shape(name: str, schema: dict[str, Any], module: str) -> HubShape:
         else:
             default = field(default=None)
         array = sub.get("type") == "array"
-        fields.append(_Field(prop, attr, struct, items, array))
+        fields.append(_Field(prop, attr, struct, items, array, "default" in sub))
         specs.append((attr, Any, default))
     cls = make_dataclass(name, specs, slots=True)
     cls.__module__ = module  # where the kind is declared, for reprs and pickling

@@ -14,9 +14,12 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from apis.meta.schemas import object_schema
 from apis.runtime.codec import Codec
+from apis.runtime.declare import Version, declare_kind
 from apis.runtime.kinds import HubObject
 from apis.schema import apply_defaults, prune, validate
+from apis.schema.build import array, struct
 from apis.wardle.install import FISCHER_KIND, FLUNDER_KIND, GROUP, Fischer, Flunder
 from apis.wardle.validation import validate_flunder
 
@@ -98,3 +101,23 @@ def test_v1alpha1_conversion_as_sample_apiserver() -> None:
         "spec": {},
         "status": {},
     }
+
+
+def test_declared_fields_with_defaults_keep_empty_values() -> None:
+    """Go's omitempty leaves out `[]` and `""`; for a field with a schema default that would let the
+    default apply on the next read, so such fields are written as they are."""
+    items = array({"type": "string"}, "Things.", default=["a"])
+    schema = object_schema(
+        "T.", {"spec": struct("Spec.", things=items, other=array({"type": "string"}, "O."))}
+    )
+    kind, _ = declare_kind(
+        "Thing",
+        hub_version="v1",
+        versions={"v1": Version(schema)},
+        storage_version="v1",
+        namespaced=False,
+        module=__name__,
+    )
+    codec = Codec("g", kind)
+    hub = codec.from_version({"metadata": {}, "spec": {"things": [], "other": []}}, "v1")
+    assert codec.to_version(hub, "v1")["spec"] == {"things": []}
