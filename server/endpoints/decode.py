@@ -15,6 +15,7 @@ from apis.meta import errors
 from apis.meta.errors import GroupKind, StatusError
 from apis.meta.field import ErrorType, invalid
 from apis.meta.schemas import OBJECT_META
+from apis.runtime.kinds import HubObject
 from apis.schema.defaults import apply_defaults
 from apis.schema.prune import prune
 from apis.schema.validate import validate
@@ -54,7 +55,7 @@ def decode_object(
     field_validation: str,
     duplicates: list[str] = (),  # type: ignore[assignment]
     patch: str | None = None,
-) -> tuple[Any, list[str]]:
+) -> tuple[HubObject, list[str]]:
     """Returns (hub, warnings).
 
     `patch` is the patched object as JSON when `data` is the result of a patch: kube's patch handler
@@ -71,7 +72,7 @@ def decode_object(
 
 def _decode(
     scope: ResourceScope, data: Any, field_validation: str, duplicates: list[str]
-) -> tuple[Any, list[str]]:
+) -> tuple[HubObject, list[str]]:
     version = check_type(scope, data)
     schema = scope.kind.versions[version].schema
     name = data.get("metadata", {}).get("name", "") if isinstance(data.get("metadata"), dict) else ""

@@ -7,11 +7,11 @@ of (request, scope).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from apis.meta.errors import GroupKind, GroupResource
+from apis.meta.user import UserInfo
 from apis.runtime.codec import Codec
-from apis.runtime.kinds import GroupInfo, KindInfo
+from apis.runtime.kinds import GroupInfo, HubObject, KindInfo
 from registry.generic.admission import Attributes, Operation
 from registry.generic.store import Store
 from registry.generic.strategy import Strategy
@@ -63,7 +63,14 @@ class ResourceScope:
         return fields + list(self.store.strategy.field_names)
 
     def attributes(
-        self, info: RequestInfo, user: Any, operation: Operation, obj: Any, old: Any, *, dry_run: bool
+        self,
+        info: RequestInfo,
+        user: UserInfo,
+        operation: Operation,
+        obj: HubObject | None,
+        old: HubObject | None,
+        *,
+        dry_run: bool,
     ) -> Attributes:
         return Attributes(
             operation=operation,

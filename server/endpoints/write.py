@@ -12,7 +12,6 @@ kube's managerOrUserAgent does); the Store records what it changed in metadata.m
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import orjson
 from aiohttp import web
@@ -22,6 +21,7 @@ from apis.meta.errors import GroupKind
 from apis.meta.field import FieldError, Path, forbidden
 from apis.meta.user import ANONYMOUS
 from apis.meta.validation import validate_field_manager
+from apis.runtime.kinds import HubObject
 from apis.schema.strategic_merge import go_format
 from registry.generic.admission import Attributes, Operation
 from registry.generic.managed_fields import FieldManager, manager_from_user_agent
@@ -37,14 +37,16 @@ from server.request_state import USER
 from server.responses import add_warning, object_response
 
 
-async def _read_object(request: web.Request, scope: ResourceScope, validation: str) -> tuple[Any, list[str]]:
+async def _read_object(
+    request: web.Request, scope: ResourceScope, validation: str
+) -> tuple[HubObject, list[str]]:
     media = body_media_type(request.headers.get("Content-Type"), (JSON, YAML))
     raw = await bodies.read_body(request)
     data, duplicates = bodies.decode(raw, media, track_duplicates=validation != "Ignore")
     return decode_object(scope, bodies.plain(data), field_validation=validation, duplicates=duplicates)
 
 
-def _set_namespace(scope: ResourceScope, obj: Any, info: RequestInfo) -> None:
+def _set_namespace(scope: ResourceScope, obj: HubObject, info: RequestInfo) -> None:
     """kube's rest.BeforeCreate: the URL's namespace wins, a different one in the body is a 400."""
     if not scope.kind.namespaced:
         obj.metadata.pop("namespace", None)
@@ -57,7 +59,7 @@ def _set_namespace(scope: ResourceScope, obj: Any, info: RequestInfo) -> None:
     obj.metadata["namespace"] = info.namespace
 
 
-async def _admit(scope: ResourceScope, attrs: Attributes) -> Any:
+async def _admit(scope: ResourceScope, attrs: Attributes) -> HubObject:
     """Mutating admission, then the request version's defaults again (KEP-575)."""
     if not any(p.handles(attrs.operation) for p in scope.admission.mutating):
         return attrs.object
@@ -68,7 +70,7 @@ async def _admit(scope: ResourceScope, attrs: Attributes) -> Any:
 def _validator(scope: ResourceScope, request: web.Request, info: RequestInfo, *, dry: bool):
     user = request.get(USER, ANONYMOUS)
 
-    async def validate(obj: Any, old: Any | None) -> None:
+    async def validate(obj: HubObject, old: HubObject | None) -> None:
         operation = Operation.CREATE if old is None else Operation.UPDATE
         await scope.admission.validate(scope.attributes(info, user, operation, obj, old, dry_run=dry))
 
@@ -96,7 +98,7 @@ def _output(request: web.Request) -> Output:
 
 
 def _respond(
-    output: Output, scope: ResourceScope, obj: Any, status: int, warnings: list[str]
+    output: Output, scope: ResourceScope, obj: HubObject, status: int, warnings: list[str]
 ) -> web.Response:
     response = object_response(
         render_object(scope, obj, output), status=status, content_type=output.content_type
@@ -129,7 +131,7 @@ async def update_object(request: web.Request, scope: ResourceScope, info: Reques
     _set_namespace(scope, obj, info)
     user = request.get(USER, ANONYMOUS)
 
-    async def updated(old: Any | None) -> Any:
+    async def updated(old: HubObject | None) -> HubObject:
         new = copy.deepcopy(obj)
         operation = Operation.CREATE if old is None else Operation.UPDATE
         return await _admit(scope, scope.attributes(info, user, operation, new, old, dry_run=dry))
@@ -165,7 +167,7 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
     user = request.get(USER, ANONYMOUS)
     warnings: list[str] = []
 
-    async def updated(old: Any | None) -> Any:
+    async def updated(old: HubObject | None) -> HubObject:
         nonlocal warnings
         if old is None:
             raise errors.not_found(scope.resource, info.name)
