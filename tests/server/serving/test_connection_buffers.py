@@ -52,6 +52,8 @@ async def _echo(request: web.Request) -> web.StreamResponse:
             "size": len(body),
             "sha256": hashlib.sha256(body).hexdigest(),
             "protocol": type(transport._ssl_protocol).__name__,  # type: ignore[attr-defined]
+            # Slots hold everything asyncio sets per connection: no instance dict is needed.
+            "unslotted": sorted(vars(transport._ssl_protocol)),  # type: ignore[attr-defined]
         }
     )
 
@@ -79,6 +81,7 @@ async def test_requests_bodies_and_client_certificates(tmp_path: Path) -> None:
                 "size": len(upload),
                 "sha256": hashlib.sha256(upload).hexdigest(),
                 "protocol": "CompactSSLProtocol",
+                "unslotted": [],
             }
             # Keep-alive: the same connection serves a large response next, then a small request.
             async with session.get(f"{base}/big", ssl=client_context) as response:
