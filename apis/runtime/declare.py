@@ -58,6 +58,7 @@ class _Field:
     # Written even when empty: a field with a schema default, where leaving out `[]` or `""` would
     # let the default apply on the next read and change the object.
     keep_empty: bool
+    integer: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,8 @@ class HubShape:
                 values[f.attr] = [f.items.to_hub(v) for v in value or []]
             elif f.json == "metadata":
                 values[f.attr] = copy_json(value or {})
+            elif f.integer and isinstance(value, float) and value.is_integer():
+                values[f.attr] = int(value)  # the schema accepts 2.0 as an integer; the hub holds 2
             else:
                 values[f.attr] = copy_json(value if value is not None or not f.array else [])
         return self.cls(**values)
@@ -125,7 +128,8 @@ def hub_shape(name: str, schema: dict[str, Any], module: str) -> HubShape:
         else:
             default = field(default=None)
         array = sub.get("type") == "array"
-        fields.append(_Field(prop, attr, struct, items, array, "default" in sub))
+        integer = sub.get("type") == "integer"
+        fields.append(_Field(prop, attr, struct, items, array, "default" in sub, integer))
         specs.append((attr, Any, default))
     cls = make_dataclass(name, specs, slots=True)
     cls.__module__ = module  # where the kind is declared, for reprs and pickling

@@ -70,3 +70,16 @@ def test_label_a_kind_without_spec(server_process: ServerProcess) -> None:
 def test_explain_flunder(server_process: ServerProcess) -> None:
     out = server_process.kubectl("explain", "flunder.spec").stdout
     assert "fischerReference" in out and f"GROUP:      {WARDLE}" in out
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="needs server/app.py to register server.endpoints.deprecation.deprecation_warnings in "
+    "app.on_response_prepare; remove this marker once it does",
+)
+def test_kubectl_prints_the_deprecation_warning(server_process: ServerProcess) -> None:
+    result = server_process.kubectl("get", f"flunders.v1alpha1.{WARDLE}")
+    assert (
+        f"Warning: {WARDLE}/v1alpha1 Flunder is deprecated in v1.3+, unavailable in v1.10+" in result.stderr
+    )
+    assert "deprecated" not in server_process.kubectl("get", "flunders").stderr

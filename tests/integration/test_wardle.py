@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -55,9 +56,19 @@ async def _wardle_server(data_dir: Path, *extra: str) -> AsyncIterator[tuple[Run
         await config.close()
 
 
-@pytest.fixture
-async def wardle(tmp_path: Path) -> AsyncIterator[Api]:
-    async with _wardle_server(tmp_path / "data") as (server, storage), server.session() as session:
+@pytest.fixture(params=["embedded", "etcd"])
+async def wardle(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Api]:
+    """An admin client of a server on each storage backend, with `extra["storage"]`."""
+    extra: list[str] = []
+    if request.param == "etcd":
+        etcd = request.getfixturevalue("etcd_server")
+        extra = [
+            "--etcd-servers",
+            etcd.client_url,
+            "--etcd-prefix",
+            f"/registry/test/{os.getpid()}/{id(request)}",
+        ]
+    async with _wardle_server(tmp_path / "data", *extra) as (server, storage), server.session() as session:
         yield Api(server, session, {"storage": storage})
 
 

@@ -103,12 +103,13 @@ def test_v1alpha1_conversion_as_sample_apiserver() -> None:
     }
 
 
-def test_declared_fields_with_defaults_keep_empty_values() -> None:
+def test_declared_fields_keep_defaulted_empties_and_hold_integers_as_ints() -> None:
     """Go's omitempty leaves out `[]` and `""`; for a field with a schema default that would let the
     default apply on the next read, so such fields are written as they are."""
     items = array({"type": "string"}, "Things.", default=["a"])
+    count = {"type": "integer", "description": "Count."}
     schema = object_schema(
-        "T.", {"spec": struct("Spec.", things=items, other=array({"type": "string"}, "O."))}
+        "T.", {"spec": struct("Spec.", things=items, other=array({"type": "string"}, "O."), count=count)}
     )
     kind, _ = declare_kind(
         "Thing",
@@ -121,3 +122,6 @@ def test_declared_fields_with_defaults_keep_empty_values() -> None:
     codec = Codec("g", kind)
     hub = codec.from_version({"metadata": {}, "spec": {"things": [], "other": []}}, "v1")
     assert codec.to_version(hub, "v1")["spec"] == {"things": []}
+    # A whole float is a valid integer for the schema; the hub holds it as an int.
+    hub = codec.from_version({"metadata": {}, "spec": {"count": 2.0}}, "v1")
+    assert type(hub.spec.count) is int and codec.to_version(hub, "v1")["spec"]["count"] == 2
