@@ -133,26 +133,39 @@ async def paged_pass(client: ApiClient, path: str, limit: int, *, keep: bool = F
 
 @dataclass(slots=True)
 class WatchCheck:
-    """What the verifier streams saw: ADDED events per name; duplicates and gaps are counted."""
+    """What the verifier streams saw: the names each stream got ADDED events for, and anomalies."""
 
     streams: int
-    expected: int = 0
-    added: Counter[str] = field(default_factory=Counter)
-    per_stream_duplicates: int = 0
-    per_stream_missing: int = 0
+    seen: list[Counter[str]] = field(default_factory=list)
     out_of_order: int = 0
     errors: list[str] = field(default_factory=list)
 
+    @property
+    def duplicates(self) -> int:
+        """ADDED events beyond the first for a name, summed over the streams."""
+        return sum(n - 1 for stream in self.seen for n in stream.values() if n > 1)
+
+    def missing(self, sent: int) -> int:
+        """Deliveries missing for `sent` created objects (the writer may have sent fewer than asked)."""
+        return sum(max(0, sent - len(stream)) for stream in self.seen)
+
 
 async def verify_watch(
-    base_url: str, tls: TLSFiles, path: str, streams: int, expected: int, ready: asyncio.Event, seconds: float
+    base_url: str,
+    tls: TLSFiles,
+    path: str,
+    streams: int,
+    expected: int,
+    ready: asyncio.Event,
+    stop: asyncio.Event,
 ) -> WatchCheck:
-    """Watch `path` on `streams` connections until each saw `expected` ADDED events or time runs out.
+    """Watch `path` on `streams` connections until each saw `expected` ADDED events or `stop` is set.
 
-    Each stream counts its own duplicates (a name ADDED twice), its missing events and resourceVersion
-    going backwards. `ready` is set once every stream is open, so the writer starts after them.
+    Each stream records the names it got ADDED events for (so duplicates and gaps can be counted
+    against what the writer really sent) and counts resourceVersions going backwards. `ready` is set
+    once every stream is open, so the writer starts after them.
     """
-    check = WatchCheck(streams=streams, expected=expected)
+    check = WatchCheck(streams=streams)
     connector = aiohttp.TCPConnector(ssl=client_ssl(tls), limit=streams + 1)
     async with aiohttp.ClientSession(base_url, connector=connector, timeout=aiohttp.ClientTimeout()) as s:
         async with s.get(path, params={"limit": "1"}) as r:
@@ -161,8 +174,9 @@ async def verify_watch(
 
         async def one_stream() -> None:
             nonlocal opened
-            params = {"watch": "1", "resourceVersion": start_rv, "timeoutSeconds": str(int(seconds) + 5)}
+            params = {"watch": "1", "resourceVersion": start_rv, "timeoutSeconds": "600"}
             seen: Counter[str] = Counter()
+            check.seen.append(seen)
             last_rv = 0
             try:
                 async with s.get(path, params=params) as stream:
@@ -172,9 +186,10 @@ async def verify_watch(
                     if stream.status != 200:
                         check.errors.append(f"watch answered {stream.status}")
                         return
-                    while sum(seen.values()) < expected:
+                    while seen.total() < expected:
                         line = await stream.content.readline()
                         if not line:
+                            check.errors.append("watch ended early")
                             break
                         event = orjson.loads(line)
                         if event.get("type") != "ADDED":
@@ -187,15 +202,15 @@ async def verify_watch(
                         seen[meta["name"]] += 1
             except (aiohttp.ClientError, TimeoutError) as err:
                 check.errors.append(repr(err))
-            finally:
-                check.added.update(seen)
-                check.per_stream_duplicates += sum(n - 1 for n in seen.values() if n > 1)
-                check.per_stream_missing += max(0, expected - len(seen))
 
+        readers = asyncio.gather(*(one_stream() for _ in range(streams)))
+        stopped = asyncio.create_task(stop.wait())
         try:
-            await asyncio.wait_for(asyncio.gather(*(one_stream() for _ in range(streams))), seconds)
-        except TimeoutError:
-            check.errors.append(f"verifier stopped after {seconds:.0f}s")
+            await asyncio.wait({readers, stopped}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            readers.cancel()
+            stopped.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await readers
             ready.set()
     return check

@@ -68,6 +68,7 @@ TARGETS: tuple[Target, ...] = (
         "p99 <= 50 ms, none lost/dup",
         lambda r: (
             r.figures["p99_ms"] <= 50
+            and r.figures.get("sent", 100) >= 100
             and r.figures["lost"] == 0
             and r.figures["duplicated"] == 0
             and r.figures["watch_failed"] == 0
@@ -143,7 +144,7 @@ def _cell(row: Row, figure: str, floor: Row | None) -> str:
     return f"{text} ({fraction:.0%})" if fraction is not None else text
 
 
-def _other(row: Row, floor: Row | None) -> str:
+def _other(row: Row, floor: Row | None, sizes: dict[str, Any]) -> str:
     """The column for what is not a rate or a latency quantile: MB/s, pass time, losses, memory."""
     f = row.figures
     if row.workload == "list_all" and "mb_s" in f:
@@ -152,6 +153,8 @@ def _other(row: Row, floor: Row | None) -> str:
         return f"pass {_cell(row, 'pass_ms', floor)} ms, {f.get('pages', 0):.0f} pages"
     if row.workload == "watch" and "lost" in f:
         text = f"lost {f['lost']:.0f}, dup {f['duplicated']:.0f}"
+        if f.get("sent", sizes["events"]) < sizes["events"]:
+            text += f", sent {f['sent']:.0f}/{sizes['events']}"
         return text + (f", {f['watch_failed']:.0f} failed" if f.get("watch_failed") else "")
     if row.workload == "rss_idle" and "mb" in f:
         return f"{f['mb']:.0f} MB"
@@ -203,7 +206,7 @@ def table(rows: Iterable[Row], sizes: dict[str, Any], full_size: bool) -> str:
                 _cell(row, "rps", floor),
                 _cell(row, "p50_ms", floor),
                 _cell(row, "p99_ms", floor),
-                _other(row, floor),
+                _other(row, floor, sizes),
             ]
         lines.append([row.backend, row.config, label(row.workload, sizes), *cells, target, mark])
     widths = [max(len(x[i]) for x in [header, *lines]) for i in range(len(header))]
