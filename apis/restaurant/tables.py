@@ -6,10 +6,12 @@ resource's printer column whose JSONPath finds nothing.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from apis.restaurant.types import Pizza, Topping
 from apis.runtime.kinds import Column
+
+if TYPE_CHECKING:  # the types are generated in types.py, which imports this module
+    from apis.restaurant.types import Pizza, Topping
 
 
 def pizza_toppings_cell(pizza: Pizza) -> str | None:

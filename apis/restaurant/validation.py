@@ -12,11 +12,13 @@ reports internal-version paths whatever version the client used.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apis.meta import field
 from apis.meta.field import FieldError, Path
-from apis.restaurant.types import Pizza, PizzaSpec, PizzaStatus, Topping, ToppingSpec
+
+if TYPE_CHECKING:  # the types are generated in types.py, which imports this module
+    from apis.restaurant.types import Pizza, PizzaSpec, PizzaStatus, Topping, ToppingSpec
 
 # apimachinery's IsNegativeErrorMsg, so clients see the same words as for built-in kinds.
 _NEGATIVE = "must be greater than or equal to 0"

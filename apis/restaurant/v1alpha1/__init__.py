@@ -1,17 +1,17 @@
-"""restaurant.programming-kubernetes.info/v1alpha1: the first version, toppings as a list of names."""
+"""restaurant.programming-kubernetes.info/v1alpha1: the first version, toppings as a list of names.
+
+Only a Pizza's toppings differ from the hub's shape (conversion.py); the rest converts by itself.
+"""
 
 from __future__ import annotations
 
-from apis.restaurant.conversion_common import topping_from_hub, topping_to_hub
-from apis.restaurant.v1alpha1.conversion import pizza_from_hub, pizza_to_hub
+from apis.restaurant.v1alpha1.conversion import pizza_down, pizza_up
 from apis.restaurant.v1alpha1.schema import PIZZA_SCHEMA, TOPPING_SCHEMA
-from apis.runtime.kinds import VersionedKind
+from apis.runtime.declare import Version
 
 VERSION = "v1alpha1"
 
-TOPPING = VersionedKind(
-    version=VERSION, schema=TOPPING_SCHEMA, to_hub=topping_to_hub, from_hub=topping_from_hub
-)
-PIZZA = VersionedKind(version=VERSION, schema=PIZZA_SCHEMA, to_hub=pizza_to_hub, from_hub=pizza_from_hub)
+TOPPING = Version(TOPPING_SCHEMA)
+PIZZA = Version(PIZZA_SCHEMA, up=pizza_up, down=pizza_down)
 
 __all__ = ["PIZZA", "TOPPING", "VERSION"]

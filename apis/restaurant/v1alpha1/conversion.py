@@ -1,34 +1,31 @@
-"""Conversion between restaurant/v1alpha1 Pizzas (dicts) and the hub type; the rest is in conversion_common.
+"""v1alpha1 Pizzas ⇄ the hub's JSON shape (v1beta1's): the only hand-written conversion of the group.
 
 v1alpha1 lists a topping once per portion (`[mozzarella, mozzarella, tomato]` is extra cheese); the hub
 counts portions. Collapsing keeps the order of first occurrence, so hub → v1alpha1 → hub is the
 identity for every valid hub object (unique names, quantity ≥ 1). v1alpha1 → hub → v1alpha1 may
 regroup repeated names, which the API declares meaningless (the order of toppings does not matter).
 
-Neither direction mutates its input: results share nothing with it, since callers such as a watch
-cache hand the same decoded object to many readers.
+Both directions build new dicts and lists; what they pass on unchanged (metadata, status) is copied
+by the generated conversion, so nothing returned shares anything with the input.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from apis.restaurant.conversion_common import hub_pizza, versioned_pizza
-from apis.restaurant.types import Pizza, PizzaTopping
 
-
-def pizza_to_hub(obj: dict[str, Any]) -> Pizza:
+def pizza_up(obj: dict[str, Any]) -> dict[str, Any]:
+    """v1alpha1 → hub shape: repeated names become one entry with a quantity."""
     spec = obj.get("spec") or {}
-    toppings: list[PizzaTopping] = []
-    index: dict[str, int] = {}
+    portions: dict[str, int] = {}
     for name in spec.get("toppings") or []:
-        if name in index:
-            toppings[index[name]].quantity += 1
-        else:
-            index[name] = len(toppings)
-            toppings.append(PizzaTopping(name=name, quantity=1))
-    return hub_pizza(obj, toppings)
+        portions[name] = portions.get(name, 0) + 1
+    toppings = [{"name": name, "quantity": quantity} for name, quantity in portions.items()]
+    return {**obj, "spec": {**spec, "toppings": toppings}}
 
 
-def pizza_from_hub(pizza: Pizza) -> dict[str, Any]:
-    return versioned_pizza(pizza, [t.name for t in pizza.spec.toppings for _ in range(t.quantity)])
+def pizza_down(obj: dict[str, Any]) -> dict[str, Any]:
+    """hub shape → v1alpha1: each topping's name once per portion."""
+    spec = obj["spec"]
+    names = [t.get("name", "") for t in spec.get("toppings", []) for _ in range(t.get("quantity", 1))]
+    return {**obj, "spec": {**spec, "toppings": names}}

@@ -1,17 +1,16 @@
-"""restaurant.programming-kubernetes.info/v1beta1: toppings with quantities; the storage version."""
+"""restaurant.programming-kubernetes.info/v1beta1: toppings with quantities; the storage version.
+
+It has the hub's shape, so its conversion is the generated one (apis/runtime/declare.py).
+"""
 
 from __future__ import annotations
 
-from apis.restaurant.conversion_common import topping_from_hub, topping_to_hub
-from apis.restaurant.v1beta1.conversion import pizza_from_hub, pizza_to_hub
 from apis.restaurant.v1beta1.schema import PIZZA_SCHEMA, TOPPING_SCHEMA
-from apis.runtime.kinds import VersionedKind
+from apis.runtime.declare import Version
 
 VERSION = "v1beta1"
 
-TOPPING = VersionedKind(
-    version=VERSION, schema=TOPPING_SCHEMA, to_hub=topping_to_hub, from_hub=topping_from_hub
-)
-PIZZA = VersionedKind(version=VERSION, schema=PIZZA_SCHEMA, to_hub=pizza_to_hub, from_hub=pizza_from_hub)
+TOPPING = Version(TOPPING_SCHEMA)
+PIZZA = Version(PIZZA_SCHEMA)
 
 __all__ = ["PIZZA", "TOPPING", "VERSION"]

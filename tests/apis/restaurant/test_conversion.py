@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import copy
 
-from apis.restaurant.types import Pizza, PizzaSpec, PizzaStatus, PizzaTopping, Topping, ToppingSpec
-from apis.restaurant.v1alpha1 import PIZZA as ALPHA_PIZZA
-from apis.restaurant.v1alpha1 import TOPPING as ALPHA_TOPPING
-from apis.restaurant.v1beta1 import PIZZA as BETA_PIZZA
-from apis.restaurant.v1beta1 import TOPPING as BETA_TOPPING
+from apis.restaurant.types import (
+    PIZZA_KIND,
+    TOPPING_KIND,
+    Pizza,
+    PizzaSpec,
+    PizzaStatus,
+    PizzaTopping,
+    Topping,
+    ToppingSpec,
+)
+
+ALPHA_PIZZA = PIZZA_KIND.versions["v1alpha1"]
+ALPHA_TOPPING = TOPPING_KIND.versions["v1alpha1"]
+BETA_PIZZA = PIZZA_KIND.versions["v1beta1"]
+BETA_TOPPING = TOPPING_KIND.versions["v1beta1"]
 
 
 def test_v1alpha1_extra_cheese_becomes_quantity_two() -> None:
@@ -51,7 +61,8 @@ def test_to_hub_is_total_on_minimal_objects() -> None:
         assert kind.to_hub({}) == Pizza(metadata={}, spec=PizzaSpec([]), status=PizzaStatus(None))
         assert kind.to_hub({"metadata": {"name": "p"}, "spec": {}, "status": {}}).spec.toppings == []
     for kind in (ALPHA_TOPPING, BETA_TOPPING):
-        assert kind.to_hub({"metadata": {"name": "t"}}) == Topping({"name": "t"}, ToppingSpec(0))
+        # No cost (the schema requires one): the hub says so, and validation refuses it.
+        assert kind.to_hub({"metadata": {"name": "t"}}) == Topping({"name": "t"}, ToppingSpec(None))
 
 
 def test_v1beta1_quantity_left_out_means_one_portion() -> None:

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 
 from apis.restaurant.install import GROUP, PIZZA_KIND, TOPPING_KIND
 from apis.restaurant.types import Pizza, PizzaSpec, PizzaStatus, PizzaTopping, Topping, ToppingSpec
-from apis.restaurant.v1alpha1 import PIZZA as V1ALPHA1_PIZZA
 from apis.restaurant.validation import validate_pizza, validate_topping
 from apis.schema import apply_defaults, prune, validate
+
+V1ALPHA1_PIZZA = PIZZA_KIND.versions["v1alpha1"]
 
 _DNS_LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True)
 _LABEL_VALUES = st.from_regex(r"([A-Za-z0-9]([A-Za-z0-9_.-]{0,10}[A-Za-z0-9])?)?", fullmatch=True)

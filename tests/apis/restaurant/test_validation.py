@@ -5,8 +5,15 @@ from __future__ import annotations
 import math
 
 from apis.meta.field import ErrorType
-from apis.restaurant.types import Pizza, PizzaSpec, PizzaStatus, PizzaTopping, Topping, ToppingSpec
-from apis.restaurant.v1alpha1 import PIZZA as ALPHA_PIZZA
+from apis.restaurant.types import (
+    PIZZA_KIND,
+    Pizza,
+    PizzaSpec,
+    PizzaStatus,
+    PizzaTopping,
+    Topping,
+    ToppingSpec,
+)
 from apis.restaurant.validation import (
     validate_pizza,
     validate_pizza_status_update,
@@ -14,6 +21,8 @@ from apis.restaurant.validation import (
     validate_topping,
     validate_topping_update,
 )
+
+ALPHA_PIZZA = PIZZA_KIND.versions["v1alpha1"]
 
 
 def _pizza(*toppings: PizzaTopping, cost: float | int | None = None) -> Pizza:
