@@ -45,6 +45,14 @@ def test_flunder_in_both_versions(server_process: ServerProcess) -> None:
     assert json.loads(alpha)["metadata"]["labels"] == {"sample-label": "true"}
 
 
+def test_get_prints_tables_for_both_kinds(server_process: ServerProcess) -> None:
+    flunders = server_process.kubectl("get", "flunders").stdout.splitlines()
+    assert flunders[0].split() == ["NAME", "AGE"]
+    assert sorted(line.split()[0] for line in flunders[1:]) == ["fischer-watcher", "my-first-flunder"]
+    fischers = server_process.kubectl("get", "fischers").stdout.splitlines()
+    assert [line.split()[0] for line in fischers[1:]] == ["strict-fischer"]
+
+
 def test_ban_flunder_refuses_a_disallowed_name(server_process: ServerProcess) -> None:
     manifest = f"""
 apiVersion: {WARDLE}/v1beta1

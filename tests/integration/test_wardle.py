@@ -172,6 +172,33 @@ async def test_fischer_without_spec_labels_and_patches(wardle: Api) -> None:
     assert (await wardle.delete(fischers("fi"))).status == 200
 
 
+async def test_watch_a_kind_without_spec_and_flunders_in_both_versions(wardle: Api) -> None:
+    rv = (await wardle.get(fischers())).body["metadata"]["resourceVersion"]
+    params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "30"}
+    async with wardle.session.get(fischers(), params=params) as stream:
+        assert (await wardle.post(fischers(), fischer("w", "x"))).status == 201
+        patch = {"disallowedFlunders": ["x", "y"]}
+        assert (await wardle.patch(fischers("w"), patch, MERGE)).status == 200
+        assert (await wardle.delete(fischers("w"))).status == 200
+        events = await wardle.read_events(stream, 3)
+    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+    assert [e["object"]["disallowedFlunders"] for e in events] == [["x"], ["x", "y"], ["x", "y"]]
+    # One watch per version of the same objects: each event in its watcher's version.
+    rv = (await wardle.get(flunders())).body["metadata"]["resourceVersion"]
+    params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "30"}
+    async with (
+        wardle.session.get(flunders("v1alpha1"), params=params) as alpha,
+        wardle.session.get(flunders("v1beta1"), params=params) as beta,
+    ):
+        assert (
+            await wardle.post(flunders(), flunder("fw", fischerReference="w", referenceType="Fischer"))
+        ).status == 201
+        [a] = await wardle.read_events(alpha, 1)
+        [b] = await wardle.read_events(beta, 1)
+    assert a["object"]["spec"] == {"reference": "w", "referenceType": "Fischer"}
+    assert b["object"]["spec"] == {"fischerReference": "w", "referenceType": "Fischer"}
+
+
 async def test_ban_flunder(wardle: Api) -> None:
     assert (await wardle.post(fischers(), fischer("no-evil", "evil"))).status == 201
     r = await wardle.post(flunders(), flunder("evil"))
