@@ -13,6 +13,7 @@ default does not apply on the next read. Nothing returned shares anything with i
 
 from __future__ import annotations
 
+import keyword
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, make_dataclass
@@ -25,8 +26,13 @@ _TYPE_META = ("apiVersion", "kind")
 
 
 def snake(name: str) -> str:
-    """`flunderReference` → `flunder_reference`: the hub attribute of a JSON property."""
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+    """`flunderReference` → `flunder_reference`: the hub attribute of a JSON property. A property that
+    is no Python name (`x-count`, `2d`) or a keyword (`from`) gets a usable one (`x_count`, `_2d`,
+    `from_`), as generated Python clients name them."""
+    attr = re.sub(r"\W", "_", re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower())
+    if not attr or attr[0].isdigit():
+        attr = "_" + attr
+    return attr + "_" if keyword.iskeyword(attr) else attr
 
 
 def _is_struct(schema: dict[str, Any]) -> bool:
@@ -128,6 +134,8 @@ def hub_shape(
         if prop in _TYPE_META:
             continue
         attr, at = snake(prop), f"{path}.{prop}".lstrip(".")
+        if any(f.attr == attr for f in fields):
+            raise ValueError(f"{name}: properties {prop!r} and another both become the attribute {attr!r}")
         struct = items = None
         scalar_default = None
         if prop == "metadata":
