@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from storage.embedded import EmbeddedStorage, StorageInUse, StoreLock, open_embedded
+from storage.embedded import EmbeddedStorage, StorageInUse, StoreLock, WatcherTooSlow, open_embedded
 from storage.interface import EventType, KeyValue, UpdateFunc
 from tests.storage import embedded_worker
 from tests.storage.embedded_worker import PREFIX, summarize
@@ -239,3 +239,30 @@ def _set_to(value: bytes) -> UpdateFunc:
         return value
 
     return update
+
+
+async def test_a_feed_that_fell_behind_a_compaction_cuts_its_watchers_off(
+    lock: StoreLock, db_path: Path
+) -> None:
+    # Two workers of one server in this process (each its own store, thread and feed); the second's
+    # feed is paused while the first rewrites a key and compacts the history it never delivered.
+    first = await open_embedded(db_path, prefix=PREFIX, lock=lock)
+    second = await open_embedded(db_path, prefix=PREFIX, lock=lock)
+    try:
+        events = second.watch("/toppings/", await second.current_revision())
+        await first.create("/toppings/cheese", b"1")
+        async with asyncio.timeout(TIMEOUT):
+            assert (await anext(events)).value == b"1"  # replay done: the watch is on the live feed
+        assert second._follower is not None
+        await second._follower.stop()
+        for value in (b"2", b"3"):
+            await first.guaranteed_update("/toppings/cheese", _set_to(value))
+        await first.compact(await first.current_revision())
+        await second._call(second._log.catch_up)  # what the follower would have run
+        with pytest.raises(WatcherTooSlow):
+            async with asyncio.timeout(TIMEOUT):
+                await anext(events)
+        assert (await second.get("/toppings/cheese")).value == b"3"
+    finally:
+        await second.close()
+        await first.close()
