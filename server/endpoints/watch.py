@@ -230,5 +230,7 @@ async def _stream(
         watcher.wakeup.clear()
         if pending or watcher.ended is not None:
             continue
+        # asyncio.timeout, not wait_for: no extra task per wait (about 1 KB less per open watch).
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(watcher.wakeup.wait(), min(max(until - now, 0), CLIENT_CHECK_EVERY))
+            async with asyncio.timeout(min(max(until - now, 0), CLIENT_CHECK_EVERY)):
+                await watcher.wakeup.wait()
