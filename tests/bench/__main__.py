@@ -23,10 +23,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.bench.go_tools import REPO, ensure_tools
+from tests.bench.go_tools import REPO, ToolError, ensure_tools
 from tests.bench.report import Row, table, write_json
 from tests.bench.server_process import ServerCommand, running_etcd, server_flags
 from tests.bench.workloads import FULL, QUICK, Bench, bench_backend, configurations
+from tests.fixtures.etcd import EtcdNotFound
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -105,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("interrupted; every process started was stopped", file=sys.stderr)
             return 130
+        except (ToolError, EtcdNotFound) as err:  # no load tools or no etcd: nothing to measure with
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     sizes = meta["sizes"]
     full_size = not args.quick
     print(
