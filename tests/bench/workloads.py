@@ -45,6 +45,7 @@ MERGE_PATCH = "application/merge-patch+json"
 UPDATE_BODY = '{"metadata":{"labels":{"bench":"u{{n}}"}}}'
 CREATE_NAMESPACE = "bench-create"
 VERIFIER_GRACE = 5.0
+FLOOR_PASSES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -527,8 +528,34 @@ async def bench_floor(bench: Bench) -> None:
         cert_dir = bench.floor_cert_dir
         tls = TLSFiles(cert_dir / "admin.crt", cert_dir / "admin.key", cert_dir / "ca.crt")
         which = READS | {"create_c8", "update_c8"}
-        await request_suite(
-            bench, "floor", "aiohttp", Endpoint(url, tls), bench.floor_paths, bench.floor_list_bytes, which
-        )
+        passes: list[list[Row]] = []
+        for _ in range(FLOOR_PASSES):
+            first_new = len(bench.rows)
+            await request_suite(
+                bench,
+                "floor",
+                "aiohttp",
+                Endpoint(url, tls),
+                bench.floor_paths,
+                bench.floor_list_bytes,
+                which,
+            )
+            passes.append(bench.rows[first_new:])
+            del bench.rows[first_new:]
+        bench.rows.extend(best_floor_rows(passes))
     finally:
         await asyncio.to_thread(stop, proc)
+
+
+def best_floor_rows(passes: list[list[Row]]) -> list[Row]:
+    """Per workload, the pass with the highest rate: the floor is a limit, and on a shared machine a
+    neighbour's burst can only ever make it look lower than it is."""
+    best: dict[str, Row] = {}
+    for rows in passes:
+        for row in rows:
+            kept = best.get(row.workload)
+            if kept is None or kept.error or (not row.error and row.figures["rps"] > kept.figures["rps"]):
+                best[row.workload] = row
+    for row in best.values():
+        row.detail["floor_passes"] = len(passes)
+    return list(best.values())
