@@ -31,6 +31,7 @@ SERVING_LINE = re.compile(r"Serving securely on (https://\S+)")
 START_TIMEOUT = 60.0
 READY_PATH = "/readyz"
 DISCOVERY_PATH = "/apis/restaurant.programming-kubernetes.info/v1beta1"
+READY_IN_A_ROW = 5
 STOP_TIMEOUT = 15.0
 
 _started: list[subprocess.Popen[bytes]] = []
@@ -218,7 +219,9 @@ class ServerProcess:
         context = ssl.create_default_context(cafile=str(self.client_tls.cacert))
         context.load_cert_chain(str(self.client_tls.cert), str(self.client_tls.key))
         deadline = time.monotonic() + timeout
-        pending = [READY_PATH, DISCOVERY_PATH]
+        # Each check is a new connection, which the kernel may give to any worker: several answers in
+        # a row make it likely that every worker has been asked.
+        pending = [READY_PATH] * READY_IN_A_ROW + [DISCOVERY_PATH] * READY_IN_A_ROW
         while pending:
             try:
                 with urllib.request.urlopen(self.url + pending[0], timeout=5, context=context) as response:
@@ -227,6 +230,7 @@ class ServerProcess:
                         continue
             except (OSError, urllib.error.URLError):
                 pass
+            pending = [READY_PATH] * READY_IN_A_ROW + [DISCOVERY_PATH] * READY_IN_A_ROW
             if self.proc is None or self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"server not ready ({pending[0]}); log:\n{tail(self.log_path)}")
             time.sleep(0.1)
