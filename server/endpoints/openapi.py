@@ -10,7 +10,7 @@ patch_types) for the hash to name what the client receives.
 
 from __future__ import annotations
 
-from server.endpoints.openapi_paths import PATCH_TYPES, definition_name
+from server.endpoints.openapi_paths import definition_name
 from server.endpoints.openapi_v2 import openapi_v2
 from server.endpoints.openapi_v3 import (
     document_hash,
@@ -20,7 +20,6 @@ from server.endpoints.openapi_v3 import (
 )
 
 __all__ = [
-    "PATCH_TYPES",
     "definition_name",
     "document_hash",
     "encode_document",

@@ -23,7 +23,6 @@ JSON_WATCH = "application/json;stream=watch"
 BODY_TYPES: tuple[str, ...] = (JSON, YAML)
 PRODUCES: tuple[str, ...] = (JSON, YAML)
 PRODUCES_STREAM: tuple[str, ...] = (JSON, YAML, JSON_WATCH)
-PATCH_TYPES: tuple[str, ...] = ("application/json-patch+json", "application/merge-patch+json")
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ import orjson
 from apis.runtime.kinds import GroupInfo
 from apis.schema.openapi import published_v2
 from server.endpoints import openapi_meta as meta
-from server.endpoints.openapi_paths import PATCH_TYPES, Operation, Param, definition_name, group_version_paths
+from server.endpoints.openapi_paths import Operation, Param, definition_name, group_version_paths
 
 DEFAULT_TITLE = "Generic API Server"
 
@@ -107,7 +107,7 @@ def _share_parameters(paths: dict[str, Any]) -> dict[str, Any]:
 def openapi_v2(
     groups: Iterable[GroupInfo],
     *,
-    patch_types: tuple[str, ...] = PATCH_TYPES,
+    patch_types: tuple[str, ...],
     version_info: Mapping[str, Any] | None = None,
     title: str = DEFAULT_TITLE,
 ) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import orjson
 from apis.runtime.kinds import GroupInfo
 from apis.schema.openapi import published_v3
 from server.endpoints import openapi_meta as meta
-from server.endpoints.openapi_paths import PATCH_TYPES, Operation, Param, group_version_paths
+from server.endpoints.openapi_paths import Operation, Param, group_version_paths
 from server.endpoints.openapi_v2 import DEFAULT_TITLE, kind_definitions
 
 V3_PREFIX = "#/components/schemas/"
@@ -74,7 +74,7 @@ def _operation(op: Operation) -> dict[str, Any]:
 
 
 def openapi_v3_group_version(
-    group: GroupInfo, version: str, *, patch_types: tuple[str, ...] = PATCH_TYPES, title: str = DEFAULT_TITLE
+    group: GroupInfo, version: str, *, patch_types: tuple[str, ...], title: str = DEFAULT_TITLE
 ) -> dict[str, Any]:
     """The OpenAPI 3.0 document served at /openapi/v3/apis/{group}/{version}."""
     if version not in group.versions:
@@ -113,7 +113,7 @@ def document_hash(doc: dict[str, Any]) -> str:
 
 
 def openapi_v3_index(
-    groups: Iterable[GroupInfo], *, patch_types: tuple[str, ...] = PATCH_TYPES, title: str = DEFAULT_TITLE
+    groups: Iterable[GroupInfo], *, patch_types: tuple[str, ...], title: str = DEFAULT_TITLE
 ) -> dict[str, Any]:
     """The /openapi/v3 discovery document: {"paths": {"apis/g/v": {"serverRelativeURL": ...}}}."""
     paths: dict[str, Any] = {}

@@ -12,7 +12,6 @@ import pytest
 from apis.restaurant.install import GROUP
 from apis.runtime.kinds import GroupInfo, KindInfo
 from server.endpoints.openapi import (
-    PATCH_TYPES,
     definition_name,
     encode_document,
     openapi_v2,
@@ -20,7 +19,12 @@ from server.endpoints.openapi import (
     openapi_v3_index,
 )
 from server.endpoints.openapi_paths import operation_id_and_tag
+from server.endpoints.scope import JSON_PATCH, MERGE_PATCH
 from tests.server.endpoints.example_group import EXAMPLE
+
+# The documents list whatever patch types the server accepts (server/endpoints/scope.py PATCH_TYPES);
+# most tests here use the two every server takes, and add strategic merge patch where it matters.
+PATCH_TYPES: tuple[str, ...] = (JSON_PATCH, MERGE_PATCH)
 
 
 @pytest.fixture
