@@ -5,7 +5,8 @@ version's schema is the hub's shape: the hub type is generated from it (a slotte
 with properties; attribute names are the JSON names in snake_case, so `flunderReference` is
 `spec.flunder_reference`), and the conversion between that shape and the hub is automatic. Another
 version writes only what really differs, as two functions between its JSON and the hub's JSON shape
-(`up`, `down`); everything else (metadata, copying, omitting empties) is done here.
+(`up`, `down`); everything else (metadata, copying, omitting empties) is generated
+(apis/runtime/hub_shape.py).
 
 Conversions never share anything with their input: the watch cache hands one decoded object to
 many readers.
