@@ -24,6 +24,7 @@ from aiohttp import web
 from server.app import build_app
 from server.config import build_config, write_admin_kubeconfig
 from server.options import parse_args
+from server.serving.connection_buffers import TLSSite
 from tests.fixtures.server import RunningServer, server_args
 
 GROUP = "restaurant.programming-kubernetes.info"
@@ -195,7 +196,7 @@ async def _server_with_storage(data_dir: Path, *extra: str) -> AsyncIterator[tup
     runner = web.AppRunner(build_app(config), handle_signals=False, access_log=None, shutdown_timeout=2.0)
     try:
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=config.tls.listening_context)
+        site = TLSSite(runner, "127.0.0.1", 0, ssl_context=config.tls.listening_context)
         await site.start()
         url = f"https://127.0.0.1:{runner.addresses[0][1]}"
         kubeconfig = await asyncio.to_thread(write_admin_kubeconfig, config, url)

@@ -24,6 +24,7 @@ from server.filters.authentication import AUDIT_ANNOTATIONS_KEY, USER_KEY
 from server.filters.impersonation import IMPERSONATED_BY_KEY
 from server.metrics import Metrics
 from server.options import parse_args
+from server.serving.connection_buffers import TLSSite
 from tests.fixtures.control_plane import (
     IO_TIMEOUT,
     ControlPlane,
@@ -80,7 +81,7 @@ async def echo_server(plane: ControlPlane, data_dir: Path) -> AsyncIterator[tupl
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
     try:
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=config.tls.listening_context)
+        site = TLSSite(runner, "127.0.0.1", 0, ssl_context=config.tls.listening_context)
         await site.start()
         yield f"https://127.0.0.1:{runner.addresses[0][1]}", config, seen
     finally:
