@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from storage import embedded_schema as schema
@@ -42,6 +43,7 @@ from storage.interface import (
     KeyValue,
     ListResult,
     NotFound,
+    StorageError,
     TooOldResourceVersion,
 )
 
@@ -55,6 +57,27 @@ _FEED_PAGE = 1000
 
 # (events in revision order, the revision delivered up to, history was lost before them)
 Publish = Callable[[list[Event], int, bool], None]
+
+
+CREATE, PUT, DELETE = "create", "put", "delete"
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOp:
+    """One write of a group commit: CREATE fails if the key exists; PUT and DELETE apply only while the
+    key's mod_revision is still `expected` (0 = absent, for PUT)."""
+
+    kind: str
+    key: str
+    value: bytes = b""
+    expected: int = 0
+
+
+def _one(outcomes: list[KeyValue | StorageError | None]) -> KeyValue | None:
+    [outcome] = outcomes
+    if isinstance(outcome, StorageError):
+        raise outcome
+    return outcome
 
 
 class RevisionLog:
@@ -78,6 +101,8 @@ class RevisionLog:
         self._members_version = -1
         self._dead_members: list[str] = []
         self._written = 0  # the revision the open write transaction appended, 0 when none
+        # Write transactions this process committed (each a group commit of one or more writes).
+        self.commits = 0
         with self._write() as meta:
             if notifier is not None:
                 self._db.execute("INSERT OR IGNORE INTO feed_members (name) VALUES (?)", (notifier.name,))
@@ -152,11 +177,7 @@ class RevisionLog:
         return self._live(key, _NOW)
 
     def create(self, key: str, value: bytes) -> KeyValue:
-        with self._write() as meta:
-            if self._live(key, _NOW) is not None:
-                raise AlreadyExists(key)
-            revision = self._append(key, revision=meta["revision"] + 1, create_revision=0, value=value)
-        return self._committed(Event(EventType.ADDED, key, value, revision, None), create_revision=revision)
+        return _one(self.write_batch([WriteOp(CREATE, key, value)]))  # type: ignore[return-value]
 
     def put_if(self, key: str, value: bytes, expected_mod_revision: int) -> KeyValue | None:
         """Write `value` if the key's mod_revision is still `expected_mod_revision` (0 = absent).
@@ -164,20 +185,7 @@ class RevisionLog:
         Returns None when someone else (any process) wrote the key in between, so the caller re-reads
         and retries.
         """
-        with self._write() as meta:
-            live = self._live(key, _NOW)
-            if (live.mod_revision if live else 0) != expected_mod_revision:
-                return None
-            create_revision = live.create_revision if live else 0
-            revision = self._append(
-                key, revision=meta["revision"] + 1, create_revision=create_revision, value=value
-            )
-        if live is None:
-            return self._committed(
-                Event(EventType.ADDED, key, value, revision, None), create_revision=revision
-            )
-        event = Event(EventType.MODIFIED, key, value, revision, live.value)
-        return self._committed(event, create_revision=live.create_revision)
+        return _one(self.write_batch([WriteOp(PUT, key, value, expected_mod_revision)]))
 
     def delete_if(self, key: str, expected_mod_revision: int) -> KeyValue | None:
         """Delete the key if it is still at `expected_mod_revision`, else None.
@@ -185,19 +193,52 @@ class RevisionLog:
         Returns the last value stamped with the delete's revision, as kube's etcd3 store decodes a
         deleted object with the DeleteRange header revision (so the response's resourceVersion is new).
         """
+        return _one(self.write_batch([WriteOp(DELETE, key, b"", expected_mod_revision)]))
+
+    def write_batch(self, ops: Sequence[WriteOp]) -> list[KeyValue | StorageError | None]:
+        """Group commit: every write in one transaction, so one COMMIT (one fsync, about 1.3 ms here)
+        serves them all, where each write used to pay its own.
+
+        Each write still gets its own revision, in order, and is checked on its own: a failed
+        precondition fails that write alone (its slot holds the error, or None for a compare-and-swap
+        that lost), and a later write in the batch sees the earlier ones.
+        """
+        applied: list[tuple[Event, int] | StorageError | None] = []
         with self._write() as meta:
-            live = self._live(key, _NOW)
-            if live is None or live.mod_revision != expected_mod_revision:
+            revision = meta["revision"]
+            for op in ops:
+                try:
+                    outcome = self._apply(op, revision + 1)
+                except StorageError as err:
+                    applied.append(err)
+                    continue
+                if outcome is not None:
+                    revision = outcome[0].revision
+                applied.append(outcome)
+        return [self._committed(*outcome) if isinstance(outcome, tuple) else outcome for outcome in applied]
+
+    def _apply(self, op: WriteOp, revision: int) -> tuple[Event, int] | None:
+        """One write inside the open transaction, under `revision`: its event and create revision."""
+        key, live = op.key, self._live(op.key, _NOW)
+        if op.kind == CREATE:
+            if live is not None:
+                raise AlreadyExists(key)
+            self._append(key, revision=revision, create_revision=0, value=op.value)
+            return Event(EventType.ADDED, key, op.value, revision, None), revision
+        if op.kind == PUT:
+            if (live.mod_revision if live else 0) != op.expected:
                 return None
-            revision = self._append(
-                key,
-                revision=meta["revision"] + 1,
-                create_revision=live.create_revision,
-                value=live.value,
-                deleted=True,
-            )
-        event = Event(EventType.DELETED, key, live.value, revision, live.value)
-        return self._committed(event, create_revision=live.create_revision)
+            if live is None:
+                self._append(key, revision=revision, create_revision=0, value=op.value)
+                return Event(EventType.ADDED, key, op.value, revision, None), revision
+            self._append(key, revision=revision, create_revision=live.create_revision, value=op.value)
+            return Event(EventType.MODIFIED, key, op.value, revision, live.value), live.create_revision
+        if live is None or live.mod_revision != op.expected:
+            return None
+        self._append(
+            key, revision=revision, create_revision=live.create_revision, value=live.value, deleted=True
+        )
+        return Event(EventType.DELETED, key, live.value, revision, live.value), live.create_revision
 
     def list(self, prefix: str, revision: int, start_key: str | None, limit: int) -> ListResult:
         """Keys under the directory `prefix` (ends in "/") at `revision` (0 = now) from `start_key` on."""
@@ -329,6 +370,7 @@ class RevisionLog:
                 self._written = 0
                 yield meta
                 self._db.execute("COMMIT")
+                self.commits += 1
             except BaseException:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")

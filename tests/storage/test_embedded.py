@@ -160,3 +160,36 @@ async def test_embedded_sqlite_runs_on_one_thread_off_the_loop(tmp_path: Path) -
         assert loop_thread not in storage_threads
     finally:
         await store.close()
+
+
+async def test_embedded_concurrent_writes_share_commits_and_keep_their_own_outcomes(tmp_path: Path) -> None:
+    """Group commit: writers arriving while a commit is on the storage thread share the next one
+    (one fsync for all), yet each write gets its own revision and its own result."""
+    store = await open_embedded(tmp_path / "storage.db", prefix=PREFIX)
+    try:
+        before = store._log.commits
+        created = await asyncio.gather(*(store.create(f"/toppings/t{i:02d}", b"v") for i in range(40)))
+        revisions = sorted(kv.mod_revision for kv in created)
+        assert revisions == list(range(revisions[0], revisions[0] + 40))
+        assert store._log.commits - before < 40
+
+        # In one batch: one create wins a key, the others get AlreadyExists; compare-and-swaps on one
+        # key conflict and retry until each increment landed exactly once.
+        outcomes = await asyncio.gather(
+            *(store.create("/toppings/same", str(i).encode()) for i in range(10)), return_exceptions=True
+        )
+        assert sum(isinstance(o, KeyValue) for o in outcomes) == 1
+        assert all(isinstance(o, KeyValue) or type(o).__name__ == "AlreadyExists" for o in outcomes)
+
+        await store.create("/counter", b"0")
+
+        async def increment(current: KeyValue | None) -> bytes:
+            assert current is not None
+            return str(int(current.value) + 1).encode()
+
+        await asyncio.gather(*(store.guaranteed_update("/counter", increment) for _ in range(30)))
+        assert (await store.get("/counter")).value == b"30"
+        deleted = await asyncio.gather(*(store.delete(f"/toppings/t{i:02d}") for i in range(40)))
+        assert len({kv.mod_revision for kv in deleted}) == 40
+    finally:
+        await store.close()
