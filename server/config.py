@@ -89,7 +89,7 @@ class Config:
         await self.storage.close()
 
 
-def _prepare_certs(options: Options) -> ServingCerts:
+def prepare_certs(options: Options) -> ServingCerts:
     """Synchronous file work: run through asyncio.to_thread."""
     assert options.cert_dir is not None
     options.cert_dir.mkdir(parents=True, exist_ok=True)
@@ -155,7 +155,7 @@ async def start_security(options: Options, serving: ServingCerts, tls: Reloading
 
 
 async def build_config(options: Options) -> Config:
-    serving = await asyncio.to_thread(_prepare_certs, options)
+    serving = await asyncio.to_thread(prepare_certs, options)
     tls = await ReloadingTLS.load(serving.cert_path, serving.key_path, [serving.client_ca_path])
     audit = await build_audit(options.audit)
     security = await start_security(options, serving, tls)
@@ -193,11 +193,16 @@ def write_admin_kubeconfig(config: Config, server_url: str) -> Path:
 
     Synchronous file work: run through asyncio.to_thread.
     """
-    options = config.options
+    return write_admin_kubeconfig_for(config.options, config.certs, server_url)
+
+
+def write_admin_kubeconfig_for(options: Options, serving: ServingCerts, server_url: str) -> Path:
+    """The same from the flags and certificates alone: the --workers supervisor writes it once for
+    every worker, and has no running config of its own. Synchronous file work."""
     assert options.admin_kubeconfig is not None and options.cert_dir is not None
     cert, key = certs.issue_client_cert(
-        config.certs.client_ca_path,
-        config.certs.client_ca_key_path,
+        serving.client_ca_path,
+        serving.client_ca_key_path,
         common_name="admin",
         organizations=["system:masters"],
         out_dir=options.cert_dir,
@@ -206,7 +211,7 @@ def write_admin_kubeconfig(config: Config, server_url: str) -> Path:
     write_kubeconfig(
         options.admin_kubeconfig,
         server_url=server_url,
-        ca_cert_path=config.certs.ca_path or config.certs.cert_path,
+        ca_cert_path=serving.ca_path or serving.cert_path,
         client_cert_path=cert,
         client_key_path=key,
     )

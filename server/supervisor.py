@@ -42,13 +42,10 @@ import sys
 import time
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from pathlib import Path
 
 from server.cli import _log_level, _stop_on_signals, serve, server_url, storage_name
-from server.config import ServingCerts, _prepare_certs
+from server.config import ServingCerts, prepare_certs, write_admin_kubeconfig_for
 from server.options import Options
-from server.serving import certs
-from server.serving.kubeconfig import write_kubeconfig
 from storage.embedded_lock import StorageInUse, StoreLock, inherit
 
 logger = logging.getLogger("pizza-apiserver")
@@ -70,7 +67,7 @@ def supervise(options: Options) -> int:
         # The lock first: a second server on the data dir must not touch its certificates either.
         if options.uses_embedded_storage:
             lock = StoreLock.claim(options.data_dir / "storage.db")
-        serving = _prepare_certs(options)
+        serving = prepare_certs(options)
     except StorageInUse as err:
         logger.error("%s", err)
         placeholder.close()
@@ -128,7 +125,7 @@ class _Workers:
             if not self._wait_until_listening():
                 return self._stop(failed=True)
             url = server_url(self._options.bind_address, self._worker_options.secure_port)
-            kubeconfig = _write_admin_kubeconfig(self._options, self._serving, url)
+            kubeconfig = write_admin_kubeconfig_for(self._options, self._serving, url)
             pids = ", ".join(str(process.pid) for process in self._processes)
             logger.info("%d workers listening (pids %s)", len(self._processes), pids)
             logger.info(
@@ -230,27 +227,6 @@ class _Workers:
             pipe.close()
         logger.info("all workers stopped")
         return 1 if failed else 0
-
-
-def _write_admin_kubeconfig(options: Options, serving: ServingCerts, url: str) -> Path:
-    """As server.config.write_admin_kubeconfig, once for all workers (it needs no running config)."""
-    assert options.admin_kubeconfig is not None and options.cert_dir is not None
-    cert, key = certs.issue_client_cert(
-        serving.client_ca_path,
-        serving.client_ca_key_path,
-        common_name="admin",
-        organizations=["system:masters"],
-        out_dir=options.cert_dir,
-        basename="admin",
-    )
-    write_kubeconfig(
-        options.admin_kubeconfig,
-        server_url=url,
-        ca_cert_path=serving.ca_path or serving.cert_path,
-        client_cert_path=cert,
-        client_key_path=key,
-    )
-    return options.admin_kubeconfig
 
 
 # --- in the worker process --------------------------------------------------------------------
