@@ -12,6 +12,7 @@ from aiohttp import web
 
 from server.config import Config
 from server.endpoints import published
+from server.endpoints.deprecation import deprecation_warnings
 from server.endpoints.dispatch import API_REGISTRY, serve_resource
 from server.endpoints.registry import build_registry
 from server.endpoints.scope import PATCH_TYPES
@@ -48,6 +49,8 @@ def build_app(config: Config) -> web.Application:
     app[MIN_REQUEST_TIMEOUT] = float(config.options.min_request_timeout)
     # Streamed (watch) responses get their Audit-ID header and ResponseStarted event when they start.
     app.on_response_prepare.append(audit_response_prepare)
+    # kube's 299 Warning on every response of a deprecated version (server/endpoints/deprecation.py).
+    app.on_response_prepare.append(deprecation_warnings)
     # Open watches end cleanly as soon as shutdown begins, instead of being cut after a timeout.
     app[SHUTTING_DOWN] = asyncio.Event()
     app.on_shutdown.append(_end_watches)

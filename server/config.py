@@ -21,7 +21,6 @@ from server.authn.delegated import Authentication, start_authentication
 from server.authz.delegated import authorizer_from_options
 from server.authz.interface import Authorizer
 from server.cluster.connections import ClusterConnections
-from server.installed import INSTALLERS
 from server.options import Options
 from server.serving import certs
 from server.serving.kubeconfig import write_kubeconfig
@@ -164,7 +163,7 @@ async def build_config(options: Options) -> Config:
     except BaseException:
         await security.close()
         raise
-    installations = [install(storage) for install in INSTALLERS]
+    installations = options.groups.install(storage)
     feeds: list[GroupFeed] = []
     try:
         for installation in installations:

@@ -46,7 +46,3 @@ def install_groups(storage: Interface, names: Iterable[str] = ()) -> list[GroupI
         if installation.group.group != name:
             raise ValueError(f"entry point {name!r} installs the group {installation.group.group!r}")
     return installations
-
-
-# What server/config.py installs until it passes --api-groups to install_groups: every installed group.
-INSTALLERS: tuple[Installer, ...] = tuple(installed_groups().values())

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol
 
+from server.api_groups import ApiGroupsOptions
 from server.audit.options import AuditOptions
 from server.authn.options import AuthenticationOptions
 from server.authz.options import AuthorizationOptions
@@ -54,6 +55,7 @@ FLAG_GROUPS: dict[str, type] = {
     "authentication": AuthenticationOptions,
     "authorization": AuthorizationOptions,
     "audit": AuditOptions,
+    "groups": ApiGroupsOptions,
 }
 
 
@@ -94,6 +96,7 @@ class Options:
     authentication: AuthenticationOptions = field(default_factory=AuthenticationOptions)
     authorization: AuthorizationOptions = field(default_factory=AuthorizationOptions)
     audit: AuditOptions = field(default_factory=AuditOptions)
+    groups: ApiGroupsOptions = field(default_factory=ApiGroupsOptions)
     # derived by complete(): extra IP SANs for the generated serving certificate
     serving_cert_ip_addresses: list[str] = field(default_factory=list)
 

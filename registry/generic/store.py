@@ -183,7 +183,9 @@ class Store:
         self.strategy.prepare_for_create(obj)
 
     def _validate_create(self, obj: Any) -> None:
-        errs = validate_object_meta(obj.metadata, namespaced=self.strategy.namespaced)
+        errs = validate_object_meta(
+            obj.metadata, namespaced=self.strategy.namespaced, name_fn=self.strategy.validate_name
+        )
         errs += self.strategy.validate(obj)
         if errs:
             raise errors.invalid(self.group_kind, obj.metadata.get("name") or "", errs)
@@ -302,7 +304,9 @@ class Store:
             strategy.prepare_for_update(obj, old)
             self._track(old, obj, manager)
             errs = validate_object_meta_update(obj.metadata, old.metadata)
-            errs += validate_object_meta(obj.metadata, namespaced=self.strategy.namespaced)
+            errs += validate_object_meta(
+                obj.metadata, namespaced=self.strategy.namespaced, name_fn=self.strategy.validate_name
+            )
             errs += strategy.validate_update(obj, old)
             if errs:
                 raise errors.invalid(self.group_kind, name, errs)

@@ -80,11 +80,6 @@ def test_explain_flunder(server_process: ServerProcess) -> None:
     assert "fischerReference" in out and f"GROUP:      {WARDLE}" in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs server/app.py to register server.endpoints.deprecation.deprecation_warnings in "
-    "app.on_response_prepare; remove this marker once it does",
-)
 def test_kubectl_prints_the_deprecation_warning(server_process: ServerProcess) -> None:
     result = server_process.kubectl("get", f"flunders.v1alpha1.{WARDLE}")
     assert (

@@ -8,21 +8,13 @@ no spec, the BanFlunder admission plugin, kube's deprecation warning on every v1
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from aiohttp import web
 
-from server.app import build_app
-from server.config import build_config, write_admin_kubeconfig
-from server.endpoints.deprecation import deprecation_warnings
-from server.options import parse_args
-from tests.fixtures.server import RunningServer, running_server, server_args
+from tests.fixtures.server import running_server
 from tests.integration.conftest import Api
 
 GROUP = "wardle.example.com"
@@ -33,43 +25,10 @@ DEPRECATED = (
 MERGE = "application/merge-patch+json"
 
 
-@contextlib.asynccontextmanager
-async def _wardle_server(data_dir: Path, *extra: str) -> AsyncIterator[tuple[RunningServer, Any]]:
-    """The server as `server.cli.serve` builds it, with its storage; the deprecation hook is added when
-    server/app.py does not register it yet."""
-    options = parse_args(server_args(data_dir, *extra)).complete()
-    config = await build_config(options)
-    app = build_app(config)
-    if deprecation_warnings not in app.on_response_prepare:
-        app.on_response_prepare.append(deprecation_warnings)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=2.0)
-    try:
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=config.tls.listening_context)
-        await site.start()
-        url = f"https://127.0.0.1:{runner.addresses[0][1]}"
-        kubeconfig = await asyncio.to_thread(write_admin_kubeconfig, config, url)
-        assert options.cert_dir is not None
-        yield RunningServer(url, data_dir, kubeconfig, options.cert_dir), config.storage
-    finally:
-        await runner.cleanup()
-        await config.close()
-
-
-@pytest.fixture(params=["embedded", "etcd"])
-async def wardle(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Api]:
-    """An admin client of a server on each storage backend, with `extra["storage"]`."""
-    extra: list[str] = []
-    if request.param == "etcd":
-        etcd = request.getfixturevalue("etcd_server")
-        extra = [
-            "--etcd-servers",
-            etcd.client_url,
-            "--etcd-prefix",
-            f"/registry/test/{os.getpid()}/{id(request)}",
-        ]
-    async with _wardle_server(tmp_path / "data", *extra) as (server, storage), server.session() as session:
-        yield Api(server, session, {"storage": storage})
+@pytest.fixture
+def wardle(storage_api: Api) -> Api:
+    """An admin client of a server on each storage backend (wardle is served next to restaurant)."""
+    return storage_api
 
 
 def flunders(version: str = "v1beta1", name: str = "", namespace: str = "default") -> str:
@@ -257,11 +216,6 @@ async def test_fischer_is_not_served_in_v1beta1(wardle: Api) -> None:
     assert (await wardle.get(f"/apis/{GROUP}")).body["preferredVersion"]["version"] == "v1beta1"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs registry/generic/store.py to pass name_fn=self.strategy.validate_name to "
-    "validate_object_meta (create and update); remove this marker once it does",
-)
 async def test_names_are_checked_as_path_segments(wardle: Api) -> None:
     """sample-apiserver checks names only with ValidatePathSegmentName: not DNS subdomains."""
     r = await wardle.post(fischers(), fischer("Not_A.DNS-Name"))
@@ -271,12 +225,6 @@ async def test_names_are_checked_as_path_segments(wardle: Api) -> None:
     assert "metadata.name: Invalid value: \"a%b\": may not contain '%'" in r.body["message"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=SystemExit,
-    reason="needs server/options.py to register server.api_groups.ApiGroupsOptions in FLAG_GROUPS and "
-    "server/config.py to install options.groups.install(storage); remove this marker once they do",
-)
 async def test_a_server_built_with_only_the_groups_it_needs(tmp_path: Path) -> None:
     async with (
         running_server(tmp_path / "data", "--api-groups", GROUP) as server,
