@@ -68,10 +68,6 @@ def predicate(query: Mapping[str, str], allowed_fields: Iterable[str]) -> Predic
     return Predicate(labels=labels, fields=fields)
 
 
-def is_watch(query: Mapping[str, str]) -> bool:
-    return bool(_bool(query, "watch"))
-
-
 def list_options(query: Mapping[str, str], allowed_fields: Iterable[str]) -> ListOptions:
     limit = _int(query, "limit") or 0
     _int(query, "timeoutSeconds")  # part of ListOptions in kube: a malformed one is a 400 there too

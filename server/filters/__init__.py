@@ -17,13 +17,13 @@ from server.authn.interface import Authenticator
 from server.authn.requestheader import STANDARD_NAMES, RequestHeaderNames
 from server.authz.interface import Authorizer
 from server.filters.audit import audit_init
-from server.filters.authentication import USER_KEY, authentication, user_of
+from server.filters.authentication import authentication, user_of
 from server.filters.authorization import authorization
 from server.filters.impersonation import impersonation
 from server.filters.max_in_flight import max_in_flight
 from server.filters.metrics import metrics as observe_metrics
 from server.filters.recovery import recovery
-from server.filters.request_info import REQUEST_INFO_KEY, request_info, request_info_of
+from server.filters.request_info import request_info, request_info_of
 from server.filters.timeout import timeout
 from server.metrics import Metrics
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     # Only a type here: server.audit.pipeline itself imports the audit filter from this package.
     from server.audit.pipeline import AuditPipeline
 
-__all__ = ["REQUEST_INFO_KEY", "USER_KEY", "build_chain", "request_info_of", "user_of"]
+__all__ = ["build_chain", "request_info_of", "user_of"]
 
 
 def build_chain(

@@ -42,24 +42,15 @@ from server.audit.policy import (
     level_rank,
 )
 from server.authn.x509 import peer_certificate
-from server.filters.authentication import USER_KEY, user_of
+from server.filters.authentication import user_of
 from server.filters.request_info import request_info_of
 from server.longrunning import DEFAULT_LONG_RUNNING, LongRunningCheck
 from server.request_info import RequestInfo
-from server.request_state import AUDIT, AUDIT_ANNOTATIONS, AUDIT_ID, IMPERSONATED_BY, RECEIVED
+from server.request_state import AUDIT, AUDIT_ANNOTATIONS, AUDIT_ID, IMPERSONATED_BY, RECEIVED, USER
 
 logger = logging.getLogger(__name__)
 
 HEADER_AUDIT_ID = "Audit-ID"
-# request[AUDIT_ID_KEY]: this request's audit ID (set by audit_init).
-AUDIT_ID_KEY = AUDIT_ID
-# request[RECEIVED_KEY]: when the request arrived (kube's WithRequestReceivedTimestamp).
-RECEIVED_KEY = RECEIVED
-# request[AUDIT_KEY]: the RequestAudit of an audited request.
-AUDIT_KEY = AUDIT
-# Written by later filters (authorization decision, impersonation); read whenever an event is emitted.
-ANNOTATIONS_KEY = AUDIT_ANNOTATIONS
-IMPERSONATED_BY_KEY = IMPERSONATED_BY
 
 # Verbs whose body kube's handlers log (create/update objects, patches, DeleteOptions).
 _BODY_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
@@ -74,8 +65,8 @@ class Sink(Protocol):
 @web.middleware
 async def audit_init(request: web.Request, handler: Handler) -> web.StreamResponse:
     audit_id = request.headers.get(HEADER_AUDIT_ID) or new_audit_id()
-    request[AUDIT_ID_KEY] = audit_id
-    request[RECEIVED_KEY] = datetime.now(UTC)
+    request[AUDIT_ID] = audit_id
+    request[RECEIVED] = datetime.now(UTC)
     try:
         response = await handler(request)
     except web.HTTPException as exc:
@@ -87,11 +78,11 @@ async def audit_init(request: web.Request, handler: Handler) -> web.StreamRespon
 
 async def audit_response_prepare(request: web.BaseRequest, response: web.StreamResponse) -> None:
     """on_response_prepare hook: the Audit-ID header on streamed responses, ResponseStarted for watches."""
-    audit_id = request.get(AUDIT_ID_KEY)
+    audit_id = request.get(AUDIT_ID)
     # aiohttp already counts the response as prepared here, but its headers are not written yet.
     if audit_id is not None and HEADER_AUDIT_ID not in response.headers:
         response.headers[HEADER_AUDIT_ID] = audit_id
-    state = request.get(AUDIT_KEY)
+    state = request.get(AUDIT)
     if isinstance(state, RequestAudit):
         await state.response_started(response.status)
 
@@ -152,12 +143,12 @@ class RequestAudit:
 
     def _refresh(self) -> None:
         """Pick up what filters after this one have learnt (authz decision, impersonated user)."""
-        annotations = self.request.get(ANNOTATIONS_KEY)
+        annotations = self.request.get(AUDIT_ANNOTATIONS)
         if isinstance(annotations, dict):
             for key, value in annotations.items():
                 self.record.add_annotation(str(key), str(value))
-        if self.record.impersonated_user is None and self.request.get(IMPERSONATED_BY_KEY) is not None:
-            effective = self.request.get(USER_KEY)
+        if self.record.impersonated_user is None and self.request.get(IMPERSONATED_BY) is not None:
+            effective = self.request.get(USER)
             if isinstance(effective, UserInfo):
                 self.record.log_impersonated_user(effective)
 
@@ -166,7 +157,7 @@ def new_record(
     request: web.BaseRequest, info: RequestInfo, user: UserInfo | None, config: RequestAuditConfig
 ) -> AuditRecord:
     """kube's NewEventFromRequest / LogRequestMetadata."""
-    audit_id = request.get(AUDIT_ID_KEY) or request.headers.get(HEADER_AUDIT_ID) or new_audit_id()
+    audit_id = request.get(AUDIT_ID) or request.headers.get(HEADER_AUDIT_ID) or new_audit_id()
     return AuditRecord(
         level=config.level,
         audit_id=audit_id,
@@ -176,7 +167,7 @@ def new_record(
         source_ips=source_ips(request.headers, request.remote),
         user_agent=user_agent(request.headers),
         object_ref=object_ref(info),
-        received=request.get(RECEIVED_KEY) or datetime.now(UTC),
+        received=request.get(RECEIVED) or datetime.now(UTC),
         omit_stages=config.omit_stages,
         omit_managed_fields=config.omit_managed_fields,
     )
@@ -206,7 +197,7 @@ def audit(policy: Policy, sink: Sink, *, long_running: LongRunningCheck | None =
         config: RequestAuditConfig,
     ) -> web.StreamResponse:
         state = RequestAudit(new_record(request, info, user, config), sink, is_long_running(info), request)
-        request[AUDIT_KEY] = state
+        request[AUDIT] = state
         if not await state.emit(STAGE_REQUEST_RECEIVED):
             raise internal_error("failed to store audit event")
         body: CapturedBody | None = None
@@ -248,7 +239,7 @@ def failed_authentication_audit(policy: Policy, sink: Sink) -> Middleware:
     @web.middleware
     async def audit_failed_authentication(request: web.Request, handler: Handler) -> web.StreamResponse:
         response = await handler(request)
-        if response.status != 401 or request.get(USER_KEY) is not None or AUDIT_KEY in request:
+        if response.status != 401 or request.get(USER) is not None or AUDIT in request:
             return response
         info = request_info_of(request)
         config = policy.evaluate(None, info)

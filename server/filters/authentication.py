@@ -1,6 +1,6 @@
 """Establishes who is calling, or answers 401 (kube's WithAuthentication).
 
-The user lands in request[USER_KEY] for authorization, audit, admission and handlers. Which
+The user lands in request[USER] for authorization, audit, admission and handlers. Which
 credentials count, and whether anonymous is allowed (and where), is the authenticator's business;
 see `server.authn.build_authenticator`.
 
@@ -28,11 +28,6 @@ from server.request_state import AUDIT_ANNOTATIONS, USER
 from server.responses import status_response
 
 logger = logging.getLogger(__name__)
-
-# request[USER_KEY] holds the authenticated UserInfo.
-USER_KEY = USER
-# request[AUDIT_ANNOTATIONS_KEY]: annotations for the request's audit event (e.g. the authorization decision).
-AUDIT_ANNOTATIONS_KEY = AUDIT_ANNOTATIONS
 
 
 def _standard_names() -> Sequence[RequestHeaderNames]:
@@ -66,7 +61,7 @@ def authentication(
                 "unable to match the audience: %s, accepted: %s", list(result.audiences), list(accepted)
             )
             return status_response(unauthorized())
-        request[USER_KEY] = result.user
+        request[USER] = result.user
         return await handler(_without_credentials(request, credential_headers()))
 
     return authenticate
@@ -84,15 +79,15 @@ def _without_credentials(request: web.Request, names: Sequence[RequestHeaderName
 
 def audit_annotations(request: web.Request) -> dict[str, str]:
     """The request's audit annotations, created on first use (the first filter to ask shares it onward)."""
-    annotations = request.get(AUDIT_ANNOTATIONS_KEY)
+    annotations = request.get(AUDIT_ANNOTATIONS)
     if annotations is None:
-        annotations = request[AUDIT_ANNOTATIONS_KEY] = {}
+        annotations = request[AUDIT_ANNOTATIONS] = {}
     return annotations
 
 
 def user_of(request: web.Request) -> UserInfo | None:
     """The authenticated user, None if authentication has not run."""
-    return request.get(USER_KEY)
+    return request.get(USER)
 
 
 def _audiences_acceptable(accepted: tuple[str, ...], issued_for: tuple[str, ...]) -> bool:

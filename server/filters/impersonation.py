@@ -9,7 +9,7 @@ group, uids and userextras (subresource = key) in authentication.k8s.io/v1 — a
 `system:authenticated` unless the groups already say (un)authenticated; `system:anonymous` gets
 `system:unauthenticated`; a service account without groups gets its service-account groups.
 
-The authenticated caller stays on the request under IMPERSONATED_BY_KEY (audit records both), and
+The authenticated caller stays on the request under IMPERSONATED_BY (audit records both), and
 the impersonation headers are removed before anything downstream sees them.
 """
 
@@ -29,17 +29,15 @@ from apis.meta.user import UserInfo
 from server.authn.interface import ALL_AUTHENTICATED, ALL_UNAUTHENTICATED
 from server.authn.requestheader import unescape_extra_key
 from server.authz.interface import Authorizer, AuthzAttributes
-from server.filters.authentication import USER_KEY, user_of
+from server.filters.authentication import user_of
 from server.filters.authorization import forbidden_error
 from server.filters.immediate import immediate
 from server.request_info import RequestInfo
-from server.request_state import IMPERSONATED_BY
+from server.request_state import IMPERSONATED_BY, USER
 from server.responses import status_response
 
 logger = logging.getLogger(__name__)
 
-# request[IMPERSONATED_BY_KEY]: the authenticated UserInfo when request[USER_KEY] is an impersonated one.
-IMPERSONATED_BY_KEY = IMPERSONATED_BY
 
 USER_HEADER = "Impersonate-User"
 GROUP_HEADER = "Impersonate-Group"
@@ -120,8 +118,8 @@ def impersonation(authorizer: Authorizer) -> Middleware:
         logger.debug("%s is impersonating %s", _user_string(requestor), _user_string(impersonated))
 
         # Set on the incoming request too: filters outside this one (audit) hold that object.
-        request[IMPERSONATED_BY_KEY] = requestor
-        request[USER_KEY] = impersonated
+        request[IMPERSONATED_BY] = requestor
+        request[USER] = impersonated
         return await handler(request.clone(headers=_without_impersonation(request.headers)))
 
     return impersonate

@@ -11,9 +11,6 @@ from apis.meta.errors import internal_error
 from server.request_info import RequestInfo, RequestInfoError, ResolvedPaths, resolve
 from server.request_state import REQUEST_INFO
 
-# request[REQUEST_INFO_KEY] holds the RequestInfo.
-REQUEST_INFO_KEY = REQUEST_INFO
-
 # Shared by every app in the process: answers depend only on the request (kube's fixed rules).
 _resolved = ResolvedPaths()
 
@@ -32,13 +29,13 @@ def request_info(request: web.Request, handler: Handler) -> Awaitable[web.Stream
     except RequestInfoError as err:
         # kube answers 500 for paths such as /api/v1/watch that name a verb but no resource.
         raise internal_error(f"failed to create RequestInfo: {err}") from err
-    request[REQUEST_INFO_KEY] = info
+    request[REQUEST_INFO] = info
     return handler(request)
 
 
 def request_info_of(request: web.Request) -> RequestInfo:
     """The RequestInfo the filter stored; resolved on the spot if the filter did not run (e.g. tests)."""
-    info = request.get(REQUEST_INFO_KEY)
+    info = request.get(REQUEST_INFO)
     if info is None:
         info = resolve(request.method, request.path, request.query)
     return info

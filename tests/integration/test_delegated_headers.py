@@ -20,10 +20,9 @@ from aiohttp.typedefs import Handler
 
 from server.config import Config, build_config
 from server.filters import build_chain, user_of
-from server.filters.authentication import AUDIT_ANNOTATIONS_KEY, USER_KEY
-from server.filters.impersonation import IMPERSONATED_BY_KEY
 from server.metrics import Metrics
 from server.options import parse_args
+from server.request_state import AUDIT_ANNOTATIONS, IMPERSONATED_BY, USER
 from server.serving.connection_buffers import TLSSite
 from tests.fixtures.control_plane import (
     IO_TIMEOUT,
@@ -55,11 +54,11 @@ async def echo_server(plane: ControlPlane, data_dir: Path) -> AsyncIterator[tupl
     async def outer(request: web.Request, handler: Handler) -> web.StreamResponse:
         """Where audit sits: it holds the request object authentication was given."""
         response = await handler(request)
-        by = request.get(IMPERSONATED_BY_KEY)
+        by = request.get(IMPERSONATED_BY)
         seen.append(
             {
-                "annotations": dict(request.get(AUDIT_ANNOTATIONS_KEY) or {}),
-                "user": request[USER_KEY].name if USER_KEY in request else None,
+                "annotations": dict(request.get(AUDIT_ANNOTATIONS) or {}),
+                "user": request[USER].name if USER in request else None,
                 "impersonated_by": by.name if by else None,
             }
         )
