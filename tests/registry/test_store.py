@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -19,17 +17,13 @@ from registry.generic.options import DeleteOptions, ListOptions
 from registry.generic.store import Store
 from registry.generic.strategy import PlainStrategy
 from registry.restaurant.pizza.strategy import STATUS_STRATEGY, STRATEGY
-from storage.embedded import open_embedded
+from storage.embedded import EmbeddedStorage
 from storage.interface import Interface
 
 
 @pytest.fixture
-async def storage(tmp_path: Path) -> AsyncIterator[Interface]:
-    backend = await open_embedded(tmp_path / "store.db", prefix="/registry")
-    try:
-        yield backend
-    finally:
-        await backend.close()
+def storage(embedded_storage: EmbeddedStorage) -> Interface:
+    return embedded_storage
 
 
 async def test_kind_without_spec(storage: Interface) -> None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import tracemalloc
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import orjson
 import pytest
@@ -22,7 +20,7 @@ from registry.generic.installation import GroupInstallation, attach_watch_cache
 from registry.generic.options import ListOptions, Predicate, WatchOptions
 from registry.restaurant.install import install
 from server.endpoints.query import predicate
-from storage.embedded import EmbeddedStorage, open_embedded
+from storage.embedded import EmbeddedStorage
 
 GROUP = "restaurant.programming-kubernetes.info"
 V1B1 = f"{GROUP}/v1beta1"
@@ -40,10 +38,8 @@ def key(name: str) -> str:
 
 
 @pytest.fixture
-async def storage(tmp_path: Path) -> AsyncIterator[EmbeddedStorage]:
-    store = await open_embedded(tmp_path / "storage.db", prefix="/registry")
-    yield store
-    await store.close()
+def storage(embedded_storage: EmbeddedStorage) -> EmbeddedStorage:
+    return embedded_storage
 
 
 async def cached(storage: EmbeddedStorage) -> GroupInstallation:

@@ -6,15 +6,13 @@ The installations are built over a real embedded store, the way server/config.py
 from __future__ import annotations
 
 import argparse
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from server.api_groups import ApiGroupsOptions
 from server.endpoints.registry import build_registry
 from server.installed import install_groups, installed_group_names
-from storage.embedded import open_embedded
+from storage.embedded import EmbeddedStorage
 from storage.interface import Interface
 
 RESTAURANT = "restaurant.programming-kubernetes.info"
@@ -22,12 +20,8 @@ WARDLE = "wardle.example.com"
 
 
 @pytest.fixture
-async def storage(tmp_path: Path) -> AsyncIterator[Interface]:
-    backend = await open_embedded(tmp_path / "store.db", prefix="/registry")
-    try:
-        yield backend
-    finally:
-        await backend.close()
+def storage(embedded_storage: EmbeddedStorage) -> Interface:
+    return embedded_storage
 
 
 def _parse(*argv: str) -> ApiGroupsOptions:
