@@ -21,7 +21,7 @@ import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from server.api_groups import ApiGroupsOptions
 from server.audit.options import AuditOptions
@@ -51,7 +51,7 @@ class FlagGroup(Protocol):
 
 
 # Option field name on Options → the FlagGroup dataclass that fills it.
-FLAG_GROUPS: dict[str, type] = {
+FLAG_GROUPS: dict[str, type[FlagGroup]] = {
     "authentication": AuthenticationOptions,
     "authorization": AuthorizationOptions,
     "audit": AuditOptions,
@@ -225,8 +225,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Options:
     """Parse flags (``sys.argv[1:]`` when None). Malformed values exit with usage, as pflag does."""
     namespace = build_parser().parse_args(argv)
     values: dict[str, Any] = vars(namespace)
-    groups = {
-        name: group(**{f.name: values.pop(f.name) for f in fields(group)})
+    # Each FlagGroup is a dataclass (the Protocol cannot say so), its fields the argparse dests.
+    groups: dict[str, Any] = {
+        name: group(**{f.name: values.pop(f.name) for f in fields(cast(Any, group))})
         for name, group in FLAG_GROUPS.items()
     }
     return Options(**values, **groups)

@@ -42,6 +42,7 @@ import sys
 import time
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
+from typing import Any
 
 from server.cli import _log_level, _stop_on_signals, serve, server_url, storage_name
 from server.config import ServingCerts, prepare_certs, write_admin_kubeconfig_for
@@ -202,7 +203,8 @@ class _Workers:
                 return False
         return True
 
-    def _wait(self, objects: list[object], timeout: float | None) -> list[object]:
+    def _wait(self, objects: list[Any], timeout: float | None) -> list[Any]:
+        """The ready sentinels among `objects`; the wakeup socket is drained, never returned."""
         ready = wait([*objects, self._wakeup_read], timeout if timeout is None else max(timeout, 0.0))
         if self._wakeup_read in ready:
             with contextlib.suppress(BlockingIOError):

@@ -295,11 +295,11 @@ class EmbeddedStorage:
                 raise Unavailable("", "embedded storage is closed")
             while replay and not subscriber.closed:
                 page = await self._call(self._log.history, subscriber.prefix, last, _HISTORY_PAGE)
-                for event in page:
+                for replayed in page:
                     if subscriber.closed:
                         return
-                    last = event.revision
-                    yield event
+                    last = replayed.revision
+                    yield replayed
                 replay = len(page) == _HISTORY_PAGE
             while (event := await subscriber.next()) is not None:
                 if event.type is EventType.PROGRESS:

@@ -26,6 +26,7 @@ them bytewise, exactly like etcd.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -257,7 +258,7 @@ class RevisionLog:
             (total,) = self._db.execute(schema.COUNT_SQL, params).fetchone()
         return ListResult(items=items[:limit], revision=at, more=True, remaining=total - limit)
 
-    def history(self, prefix: str, after: int, limit: int) -> list[Event]:
+    def history(self, prefix: str, after: int, limit: int) -> builtins.list[Event]:
         """Up to `limit` events under the directory `prefix` with revision > `after`, oldest first."""
         with self._snapshot() as meta:
             if after > meta["revision"]:
@@ -301,7 +302,7 @@ class RevisionLog:
         self._compacted = revision
         return revision
 
-    def _events(self, low: bytes, high: bytes, after: int, limit: int) -> list[Event]:
+    def _events(self, low: bytes, high: bytes, after: int, limit: int) -> builtins.list[Event]:
         params = {"after": after, "lo": low, "hi": high, "limit": limit}
         events = []
         for revision, raw, create_revision, deleted, value, previous in self._db.execute(

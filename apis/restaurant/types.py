@@ -13,6 +13,8 @@ an integer field (`quantity: 2.0`, valid for the schema) becomes an int.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, TypeAlias
+
 from apis.restaurant import v1alpha1, v1beta1
 from apis.restaurant.tables import PIZZA_COLUMNS, TOPPING_COLUMNS
 from apis.runtime.declare import declare_kind
@@ -24,7 +26,7 @@ STORAGE_VERSION = v1beta1.VERSION
 
 # The book's API has neither short names nor categories; adding a category such as "all" would make
 # `kubectl get all` list pizzas, which it does not do for the original server.
-TOPPING_KIND, Topping = declare_kind(
+TOPPING_KIND, _topping = declare_kind(
     "Topping",
     hub_version=v1beta1.VERSION,
     versions={v1beta1.VERSION: v1beta1.TOPPING, v1alpha1.VERSION: v1alpha1.TOPPING},
@@ -33,7 +35,7 @@ TOPPING_KIND, Topping = declare_kind(
     module=__name__,
     columns=TOPPING_COLUMNS,
 )
-PIZZA_KIND, Pizza = declare_kind(
+PIZZA_KIND, _pizza = declare_kind(
     "Pizza",
     hub_version=v1beta1.VERSION,
     versions={v1beta1.VERSION: v1beta1.PIZZA, v1alpha1.VERSION: v1alpha1.PIZZA},
@@ -45,7 +47,19 @@ PIZZA_KIND, Pizza = declare_kind(
     subresources=("status",),
 )
 
-ToppingSpec = nested_class(Topping, "spec")
-PizzaSpec = nested_class(Pizza, "spec")
-PizzaStatus = nested_class(Pizza, "status")
-PizzaTopping = nested_class(Pizza, "spec.toppings")
+if TYPE_CHECKING:
+    # The classes are generated from the schema at import time, so a type checker cannot see their
+    # fields: the group's own code is checked with them as Any, while the generic machinery relies only
+    # on the HubObject protocol (apis/runtime/kinds.py), which mypy checks.
+    Topping: TypeAlias = Any
+    Pizza: TypeAlias = Any
+    ToppingSpec: TypeAlias = Any
+    PizzaSpec: TypeAlias = Any
+    PizzaStatus: TypeAlias = Any
+    PizzaTopping: TypeAlias = Any
+else:
+    Topping, Pizza = _topping, _pizza
+    ToppingSpec = nested_class(Topping, "spec")
+    PizzaSpec = nested_class(Pizza, "spec")
+    PizzaStatus = nested_class(Pizza, "status")
+    PizzaTopping = nested_class(Pizza, "spec.toppings")

@@ -163,7 +163,8 @@ def hub_shape(
         shape = f.struct or f.items
         if shape is not None:
             nested[f.json] = shape.cls
-            nested.update({f"{f.json}.{path}": c for path, c in shape.cls.__hub_nested__.items()})
+            inner: dict[str, type] = shape.cls.__hub_nested__  # type: ignore[attr-defined]
+            nested.update({f"{f.json}.{path}": c for path, c in inner.items()})
     cls.__hub_nested__ = nested  # type: ignore[attr-defined]
     frozen = tuple(fields)
     to_hub, from_hub = _compile(cls, frozen)

@@ -276,12 +276,12 @@ def _shape(schema: Mapping[str, Any] | None, value: Any) -> str:
     """What SMD resolves a node to: "scalar", "list", "map" (granular) or "atomic-map"."""
     if schema is not None and schema.get("x-kubernetes-int-or-string"):
         return "scalar"
-    kind = schema.get("type") if schema is not None else None
-    if not kind:
+    if schema is None or not schema.get("type"):
         # Deduced from the value, as SMD does for untyped (preserve-unknown-fields) nodes.
         if isinstance(value, dict):
             return "map"
         return "atomic-list" if isinstance(value, list) else "scalar"
+    kind = schema["type"]
     if kind == "array":
         return "list" if schema.get("x-kubernetes-list-type") in ("map", "set") else "atomic-list"
     if kind == "object":

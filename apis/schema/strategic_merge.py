@@ -482,10 +482,13 @@ def _merge_ordered_lists(original: dict[str, Any], patch: dict[str, Any], schema
         if not isinstance(order, list):
             raise _bad_arg_type("[]interface {}", order)
         key = _extract_key(directive, SET_ELEMENT_ORDER)
-        current, changes = original.get(key), patch.get(key)
-        for value in (v for v, present in ((current, key in original), (changes, key in patch)) if present):
+        present = ((original.get(key), key in original), (patch.get(key), key in patch))
+        for value in (v for v, there in present if there):
             if not isinstance(value, list):
                 raise _bad_arg_type("[]interface {}", value)
+        # Lists where present (checked just above); an absent side is empty.
+        current: list[Any] = original.get(key) or []
+        changes: list[Any] = patch.get(key) or []
         items, meta = _lookup_slice(schema, key)
         _check_order(changes or [], order, meta.merge_key)
         if key in original and key not in patch:

@@ -25,6 +25,7 @@ import ipaddress
 import json
 import math
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -302,7 +303,7 @@ def _valid_datetime(s: str) -> bool:
     if len(s) < 4 or len(parts) < 2 or not _valid_date(parts[0]):
         return False
     m = _TIME.match(parts[1])
-    return bool(m) and m[1] <= "23" and m[2] <= "59" and m[3] <= "59"
+    return m is not None and m[1] <= "23" and m[2] <= "59" and m[3] <= "59"
 
 
 def _valid_ip(s: str, sep: str) -> bool:
@@ -321,7 +322,11 @@ def _valid_cidr(s: str) -> bool:
     return "/" in s
 
 
-_FORMAT_CHECKS = {
+def _matcher(rx: re.Pattern[str]) -> Callable[[str], bool]:
+    return lambda s: rx.match(s) is not None
+
+
+_FORMAT_CHECKS: dict[str, Callable[[str], bool]] = {
     "datetime": _valid_datetime,
     "date": _valid_date,
     "byte": lambda s: bool(_BASE64.match(s)),
@@ -329,7 +334,7 @@ _FORMAT_CHECKS = {
     "ipv6": lambda s: _valid_ip(s, ":"),
     "cidr": _valid_cidr,
     "password": lambda s: True,
-    **{name: (lambda s, rx=re.compile(p): bool(rx.match(s))) for name, p in _UUID.items()},
+    **{name: _matcher(re.compile(p)) for name, p in _UUID.items()},
 }
 
 

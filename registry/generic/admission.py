@@ -49,7 +49,8 @@ def deny(attrs: Attributes, why: str) -> StatusError:
 
 
 class MutatingPlugin(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def handles(self, operation: Operation) -> bool: ...
 
@@ -59,7 +60,8 @@ class MutatingPlugin(Protocol):
 
 
 class ValidatingPlugin(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def handles(self, operation: Operation) -> bool: ...
 

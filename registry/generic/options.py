@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ class Predicate:
     def empty(self) -> bool:
         return (self.labels is None or self.labels.empty) and (self.fields is None or self.fields.empty)
 
-    def matches(self, labels: dict[str, str], fields: dict[str, str]) -> bool:
+    def matches(self, labels: Mapping[str, str], fields: Mapping[str, str]) -> bool:
         if self.labels is not None and not self.labels.matches(labels):
             return False
         return self.fields is None or self.fields.matches(fields)

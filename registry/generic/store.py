@@ -11,13 +11,13 @@ import copy
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from apis.meta import errors
 from apis.meta.errors import GroupKind, GroupResource, StatusError
 from apis.meta.field import invalid
 from apis.meta.validation import validate_object_meta, validate_object_meta_update
 from apis.runtime.codec import Codec
+from apis.runtime.kinds import HubObject
 from registry.generic import metadata, paging
 from registry.generic.cache.feed import Unserved
 from registry.generic.cache.resource_cache import ResourceCache
@@ -33,15 +33,15 @@ from registry.generic.watch import watch_storage
 from storage import interface as st
 
 # Validating admission, called with (new, old); raises StatusError to deny.
-ValidateObject = Callable[[Any, Any | None], Awaitable[None]]
+ValidateObject = Callable[[HubObject, HubObject | None], Awaitable[None]]
 # Produces the new object from the current one (None when missing): applies the PUT body or patch
 # and runs mutating admission. Runs again on every optimistic-concurrency retry.
-UpdatedObject = Callable[[Any | None], Awaitable[Any]]
+UpdatedObject = Callable[[HubObject | None], Awaitable[HubObject]]
 
 GENERATE_NAME_ATTEMPTS = 8
 
 
-async def _allow(new: Any, old: Any | None) -> None:
+async def _allow(new: HubObject, old: HubObject | None) -> None:
     return None
 
 
@@ -85,10 +85,10 @@ class Store:
     def _all_namespaces(self, namespace: str) -> bool:
         return self.strategy.namespaced and not namespace
 
-    def _decode(self, kv: st.KeyValue) -> Any:
+    def _decode(self, kv: st.KeyValue) -> HubObject:
         return self.codec.decode(kv.value, kv.mod_revision)
 
-    def _with_rv(self, obj: Any, revision: int) -> Any:
+    def _with_rv(self, obj: HubObject, revision: int) -> HubObject:
         obj.metadata["resourceVersion"] = str(revision)
         return obj
 
@@ -119,7 +119,7 @@ class Store:
             raise interpret(e, self.resource, name) from e
         return self.stored(self._decode(kv), key)
 
-    async def get(self, namespace: str, name: str, *, resource_version: str = "") -> Any:
+    async def get(self, namespace: str, name: str, *, resource_version: str = "") -> HubObject:
         """The hub object, the caller's to change."""
         return (await self.read(namespace, name, resource_version=resource_version)).hub()
 
@@ -145,15 +145,15 @@ class Store:
         result = await self.read_list(namespace, options)
         return replace(result, items=[obj.hub() for obj in result.items])
 
-    def stored(self, hub: Any, key: str = "") -> StoredObject:
+    def stored(self, hub: HubObject, key: str = "") -> StoredObject:
         """A hub read through from storage, in the form the read paths serve (it keeps the hub)."""
         key = key or self.key(hub.metadata.get("namespace", ""), hub.metadata.get("name", ""))
         return StoredObject.from_hub(self.codec, key, hub, self.selectable_fields(hub), keep_hub=True)
 
-    def matches(self, obj: Any, options: ListOptions | WatchOptions) -> bool:
+    def matches(self, obj: HubObject, options: ListOptions | WatchOptions) -> bool:
         return options.predicate.matches(obj.metadata.get("labels") or {}, self.selectable_fields(obj))
 
-    def selectable_fields(self, obj: Any) -> dict[str, str]:
+    def selectable_fields(self, obj: HubObject) -> dict[str, str]:
         fields = {"metadata.name": obj.metadata.get("name", "")}
         if self.strategy.namespaced:
             fields["metadata.namespace"] = obj.metadata.get("namespace", "")
@@ -178,11 +178,11 @@ class Store:
 
     # --- create ----------------------------------------------------------------------------------
 
-    def _prepare_create(self, obj: Any) -> None:
+    def _prepare_create(self, obj: HubObject) -> None:
         metadata.fill_for_create(obj.metadata)
         self.strategy.prepare_for_create(obj)
 
-    def _validate_create(self, obj: Any) -> None:
+    def _validate_create(self, obj: HubObject) -> None:
         errs = validate_object_meta(
             obj.metadata, namespaced=self.strategy.namespaced, name_fn=self.strategy.validate_name
         )
@@ -193,12 +193,12 @@ class Store:
 
     async def create(
         self,
-        obj: Any,
+        obj: HubObject,
         *,
         validate: ValidateObject = _allow,
         dry_run: bool = False,
         manager: FieldManager | None = None,
-    ) -> Any:
+    ) -> HubObject:
         """Create `obj` (a hub object already through mutating admission).
 
         With a `manager`, metadata.managedFields records the fields it set (untracked otherwise).
@@ -235,7 +235,7 @@ class Store:
             return
         raise st.AlreadyExists(key)
 
-    async def _create_conflict(self, key: str, obj: Any) -> StatusError:
+    async def _create_conflict(self, key: str, obj: HubObject) -> StatusError:
         """kube's create errors: a generated name that collides is the server's failure
         (rest.CheckGeneratedNameError), and a name held by an object still being deleted says so."""
         name = obj.metadata.get("name", "")
@@ -276,7 +276,7 @@ class Store:
         dry_run: bool = False,
         strategy: Strategy | None = None,
         manager: FieldManager | None = None,
-    ) -> tuple[Any, bool]:
+    ) -> tuple[HubObject, bool]:
         """Replace or patch one object; returns (object, created)."""
         strategy = strategy or self.strategy
         key = self.key(namespace, name)
@@ -330,7 +330,7 @@ class Store:
             raise interpret(e, self.resource, name) from e
         return self._decode(kv), created
 
-    def _track(self, live: Any | None, obj: Any, manager: FieldManager | None) -> None:
+    def _track(self, live: HubObject | None, obj: HubObject, manager: FieldManager | None) -> None:
         """After the strategy prepared `obj`, so ownership follows what is actually stored."""
         if manager is not None:
             update_managed_fields(self.codec, live, obj, manager)
@@ -341,7 +341,7 @@ class Store:
         except st.NotFound:
             return None
 
-    def _check_identity(self, obj: Any, namespace: str, name: str) -> None:
+    def _check_identity(self, obj: HubObject, namespace: str, name: str) -> None:
         """The URL names the object; a body naming another is a client error (kube: 400)."""
         body_name = obj.metadata.get("name")
         if body_name != name:
@@ -351,7 +351,7 @@ class Store:
         if self.strategy.namespaced:
             obj.metadata["namespace"] = obj.metadata.get("namespace") or namespace
 
-    def _check_preconditions(self, obj: Any, old: Any, strategy: Strategy) -> None:
+    def _check_preconditions(self, obj: HubObject, old: HubObject, strategy: Strategy) -> None:
         uid = obj.metadata.get("uid")
         if uid and uid != old.metadata.get("uid"):
             raise errors.conflict(
@@ -384,7 +384,7 @@ class Store:
         options: DeleteOptions,
         *,
         validate: ValidateObject = _allow,
-    ) -> tuple[Any, bool]:
+    ) -> tuple[HubObject, bool]:
         """Delete one object; returns (object, deleted_now).
 
         kube's Store.Delete for a kind without graceful deletion (custom resources, the sample
@@ -406,7 +406,7 @@ class Store:
                 return marked, False
         return await self._delete_now(key, name, options, validate), True
 
-    def _check_delete_preconditions(self, obj: Any, options: DeleteOptions) -> None:
+    def _check_delete_preconditions(self, obj: HubObject, options: DeleteOptions) -> None:
         """kube's rest.BeforeDelete: fail early, in its words, naming the *kind* where the resource goes."""
         by_kind = GroupResource(self.codec.group, self.codec.kind.kind)
         name, uid, rv = (obj.metadata.get(f, "") for f in ("name", "uid", "resourceVersion"))
@@ -425,7 +425,7 @@ class Store:
                 f"ResourceVersion in record ({rv}). The object might have been modified",
             )
 
-    def _check_storage_preconditions(self, obj: Any, options: DeleteOptions) -> None:
+    def _check_storage_preconditions(self, obj: HubObject, options: DeleteOptions) -> None:
         """storage.Preconditions.Check: the same preconditions, re-checked against what a retry reads."""
         name, uid, rv = (obj.metadata.get(f, "") for f in ("name", "uid", "resourceVersion"))
         if options.uid is not None and options.uid != uid:
@@ -442,7 +442,9 @@ class Store:
                 f"ResourceVersion in object meta: {rv}",
             )
 
-    async def _delete_now(self, key: str, name: str, options: DeleteOptions, validate: ValidateObject) -> Any:
+    async def _delete_now(
+        self, key: str, name: str, options: DeleteOptions, validate: ValidateObject
+    ) -> HubObject:
         """Preconditions and admission run against the state actually deleted; dry-run stops there."""
 
         async def check(kv: st.KeyValue) -> None:
@@ -462,7 +464,7 @@ class Store:
 
     async def _mark_deleting(
         self, key: str, name: str, options: DeleteOptions, validate: ValidateObject
-    ) -> Any | None:
+    ) -> HubObject | None:
         """kube's updateForGracefulDeletionAndFinalizers: set the propagation finalizers, then
         deletionTimestamp/deletionGracePeriodSeconds 0 while any finalizer remains. None means none
         remains (e.g. Background dropped the only "orphan"): the caller deletes at once."""
@@ -492,7 +494,7 @@ class Store:
             raise interpret(e, self.resource, name) from e
         return self._decode(kv)
 
-    async def _finish_deletion(self, key: str, obj: Any, *, dry_run: bool = False) -> Any:
+    async def _finish_deletion(self, key: str, obj: HubObject, *, dry_run: bool = False) -> HubObject:
         """kube's deleteWithoutFinalizers: the update that empties the finalizers of a deleting object
         is not written; the stored object is deleted instead (watchers see one DELETED carrying the last
         stored state) and the caller gets the updated object. Only the uid guards the delete, and a
@@ -540,6 +542,6 @@ class _EmptiedFinalizers(Exception):
     """Raised inside an update that removes the last finalizer of a deleting object (kube's
     errEmptiedFinalizers): the update is not written, the object is deleted."""
 
-    def __init__(self, obj: Any) -> None:
+    def __init__(self, obj: HubObject) -> None:
         super().__init__("emptied finalizers")
         self.obj = obj

@@ -24,13 +24,21 @@ FieldAttributes = Callable[[Any], dict[str, str]]
 
 
 class Strategy(Protocol):
-    namespaced: bool
+    # Read-only members: strategies are frozen dataclasses.
+    @property
+    def namespaced(self) -> bool: ...
+
     # PUT on a missing object creates it (kube: AllowCreateOnUpdate).
-    allow_create_on_update: bool
+    @property
+    def allow_create_on_update(self) -> bool: ...
+
     # PUT without metadata.resourceVersion is accepted (kube: AllowUnconditionalUpdate).
-    allow_unconditional_update: bool
+    @property
+    def allow_unconditional_update(self) -> bool: ...
+
     # Extra field selector names `field_attributes` provides (beyond metadata.name/namespace).
-    field_names: tuple[str, ...]
+    @property
+    def field_names(self) -> tuple[str, ...]: ...
 
     # metadata.name/generateName rule (kube passes it to ValidateObjectMeta): DNS subdomain for
     # custom-resource-like kinds, a path segment for sample-apiserver's.

@@ -64,7 +64,7 @@ async def start_authentication(
     client: ClusterClient | None,
     own_client_ca: Path,
     delegated: bool,
-    on_trust_change: Callable[[bytes], Awaitable[None]],
+    on_trust_change: Callable[[bytes], Awaitable[object]],
     check_interval: float = DEFAULT_CHECK_INTERVAL,
 ) -> Authentication:
     """Load every source once (failing loudly, as kube does at start), then keep them current."""

@@ -98,7 +98,7 @@ def review_spec(attrs: AuthzAttributes) -> dict[str, Any]:
     if user.uid:
         spec["uid"] = user.uid
     if attrs.is_resource_request:
-        resource = {
+        attributes = {
             "namespace": attrs.namespace,
             "verb": attrs.verb,
             "group": attrs.api_group,
@@ -107,7 +107,7 @@ def review_spec(attrs: AuthzAttributes) -> dict[str, Any]:
             "subresource": attrs.subresource,
             "name": attrs.name,
         }
-        resource = {k: v for k, v in resource.items() if v}
+        resource: dict[str, Any] = {k: v for k, v in attributes.items() if v}
         if fields := _field_requirements(attrs.request.field_selector):
             resource["fieldSelector"] = {"requirements": fields}
         if labels := _label_requirements(attrs.request.label_selector):

@@ -41,6 +41,7 @@ class _DupDict(dict):
     """A JSON object that remembers which of its keys appeared more than once."""
 
     __slots__ = ("duplicates",)
+    duplicates: list[str]
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> _DupDict:

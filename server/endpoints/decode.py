@@ -118,7 +118,8 @@ def _json_type(value: Any) -> str:
         return "boolean"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array"}.get(type(value), "null")
+    names: dict[type, str] = {str: "string", list: "array"}
+    return names.get(type(value), "null")
 
 
 def _preview(data: Any) -> str:

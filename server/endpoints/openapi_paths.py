@@ -56,7 +56,7 @@ class PathItem:
 
 
 _UNAUTHORIZED = Response(401, "Unauthorized", None)
-_OP_VERBS = (
+_OP_VERBS: tuple[str, ...] = (
     "get",
     "log",
     "read",
@@ -121,6 +121,7 @@ class _Route:
 
 def _routes(prefix: str, kind: KindInfo) -> list[_Route]:
     name = Param("name", "path", "string", f"name of the {kind.kind}")
+    scope_params: tuple[Param, ...]
     if kind.namespaced:
         collection, scope_params = f"namespaces/{{namespace}}/{kind.resource}", (opts.NAMESPACE,)
     else:
@@ -157,6 +158,8 @@ def _operation(
     body_types: tuple[str, ...] = BODY_TYPES
     body: str | None = None
     body_required = True
+    params: tuple[Param, ...]
+    responses: tuple[Response, ...]
     match route.verb:
         case "GET":
             name, method, action = "read", "get", "get"

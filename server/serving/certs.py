@@ -18,12 +18,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
-from cryptography.hazmat.primitives.asymmetric.types import CertificateIssuerPrivateKeyTypes
+from cryptography.hazmat.primitives.asymmetric.types import (
+    CertificateIssuerPrivateKeyTypes,
+    CertificateIssuerPublicKeyTypes,
+)
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 # Kube's generated certs live one year; a CA that outlives several serving certs lets clients pin it.
@@ -288,7 +292,10 @@ def _sign_leaf(
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.cert.public_key()),
+            # A CA's key signs certificates, so it is one of the issuer key types AKI accepts.
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                cast(CertificateIssuerPublicKeyTypes, ca.cert.public_key())
+            ),
             critical=False,
         )
     )

@@ -32,7 +32,7 @@ def _find_malloc_trim() -> Callable[[int], int] | None:
         trim = ctypes.CDLL(None).malloc_trim
         trim.argtypes = [ctypes.c_size_t]
         trim.restype = ctypes.c_int
-        return trim  # type: ignore[no-any-return]
+        return trim
     return None
 
 

@@ -128,9 +128,9 @@ class GroupFeed:
                     continue
                 if event.revision <= self.revision:
                     continue  # already in the caches (a stream never repeats; this is defence)
-                cache = self._route(event.key)
-                if cache is not None:
-                    cache.apply(event, self.clock())
+                target = self._route(event.key)
+                if target is not None:
+                    target.apply(event, self.clock())
                 self._advance(event.revision)
         finally:
             self._stream = None
