@@ -69,7 +69,7 @@ async def _start(store: Store, prefix: str, options: ListOptions) -> tuple[str, 
     return prefix, 0
 
 
-async def list_objects(
+async def list_from_storage(
     store: Store, prefix: str, options: ListOptions, *, all_namespaces: bool
 ) -> ObjectList:
     """`all_namespaces`: a namespaced resource listed across namespaces, where a name alone names no key."""

@@ -132,7 +132,7 @@ class Store:
                     return await self.cache.list(prefix, options)
                 except Unserved:
                     pass
-            result = await paging.list_objects(
+            result = await paging.list_from_storage(
                 self, prefix, options, all_namespaces=self._all_namespaces(namespace)
             )
         except st.StorageError as e:

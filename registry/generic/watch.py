@@ -38,7 +38,7 @@ def _wants_initial_events(options: WatchOptions, rv: int) -> bool:
     return rv == 0
 
 
-async def watch_objects(
+async def storage_watch_events(
     store: Store, prefix: str, options: WatchOptions, *, all_namespaces: bool
 ) -> AsyncGenerator[WatchEvent, None]:
     rv = parse_resource_version(options.resource_version)
@@ -50,7 +50,7 @@ async def watch_objects(
             resource_version=options.resource_version if rv else "",
             resource_version_match="NotOlderThan" if rv else "",
         )
-        listed = await paging.list_objects(store, prefix, initial, all_namespaces=all_namespaces)
+        listed = await paging.list_from_storage(store, prefix, initial, all_namespaces=all_namespaces)
         start = int(listed.resource_version)
         for obj in listed.items:
             yield WatchEvent("ADDED", obj, start)
@@ -98,7 +98,7 @@ def watch_storage(store: Store, prefix: str, options: WatchOptions, *, all_names
     streams both the same way."""
     watcher = CacheWatcher(options.predicate, "", after=0)
     reached = [0]
-    events = watch_objects(store, prefix, options, all_namespaces=all_namespaces)
+    events = storage_watch_events(store, prefix, options, all_namespaces=all_namespaces)
 
     async def pump() -> None:
         try:
