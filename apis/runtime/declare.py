@@ -66,7 +66,7 @@ def declare_kind(
     names: dict[str, str] | None = None,
     plural: str = "",
     short_names: tuple[str, ...] = (),
-    columns: tuple[Column, ...] = (),
+    columns: tuple[Column, ...] | None = None,
     subresources: tuple[str, ...] = (),
 ) -> tuple[KindInfo, type]:
     """The kind's KindInfo and its generated hub class (`module` names where the class is declared).

@@ -83,8 +83,10 @@ class KindInfo:
     storage_version: str
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
-    # Table columns after Name (kubectl get). Name is always first; Age is added last.
-    columns: tuple[Column, ...] = ()
+    # Table columns after Name (kubectl get), as a CRD's printer columns: Name first, Age last. None
+    # means the kind has no convertor of its own and gets k8s.io/apiserver's DefaultTableConvertor
+    # (Name, "Created At"), as sample-apiserver's kinds do.
+    columns: tuple[Column, ...] | None = None
     # Subresources served for this kind (e.g. "status").
     subresources: tuple[str, ...] = ()
 

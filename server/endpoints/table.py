@@ -118,11 +118,17 @@ def cell_value(column: Column, value: Any, now: datetime) -> Any:
 
 
 def column_definitions(kind: KindInfo) -> list[dict[str, Any]]:
-    """Name first (as every kube convertor does), the kind's own columns, then Age."""
+    """Name first (as every kube convertor does), the kind's own columns, then Age; or, for a kind
+    without columns, rest.DefaultTableConvertor's Name and Created At."""
 
     def definition(name: str, type_: str, fmt: str, description: str, priority: int) -> dict[str, Any]:
         return {"name": name, "type": type_, "format": fmt, "description": description, "priority": priority}
 
+    if kind.columns is None:
+        return [
+            definition("Name", "string", "name", OBJECT_META_NAME_DESCRIPTION, 0),
+            definition("Created At", "date", "", CREATION_TIMESTAMP_DESCRIPTION, 0),
+        ]
     return [
         definition("Name", "string", "name", OBJECT_META_NAME_DESCRIPTION, 0),
         *(definition(c.name, c.type, c.format, c.description, c.priority) for c in kind.columns),
@@ -185,8 +191,12 @@ def table(
     for hub, versioned in objects:
         metadata = versioned.get("metadata") or {}
         cells = [metadata.get("name", "")]
-        cells += [cell_value(column, column.cell(hub), now) for column in kind.columns]
-        cells.append(age(metadata.get("creationTimestamp"), now))
+        if kind.columns is None:
+            # DefaultTableConvertor: the timestamp itself (RFC 3339, UTC), which kubectl shows as is.
+            cells.append(metadata.get("creationTimestamp"))
+        else:
+            cells += [cell_value(column, column.cell(hub), now) for column in kind.columns]
+            cells.append(age(metadata.get("creationTimestamp"), now))
         match include_object:
             case "Object":
                 obj: dict[str, Any] | None = copy.deepcopy(versioned)

@@ -210,3 +210,16 @@ def test_partial_object_metadata() -> None:
     assert all(i["kind"] == "PartialObjectMetadata" for i in listed["items"])
     with pytest.raises(StatusError):
         partial_object_metadata(obj, "meta.k8s.io/v2")
+
+
+def test_a_kind_without_columns_gets_kubes_default_table_convertor(example_group: GroupInfo) -> None:
+    """rest.DefaultTableConvertor (sample-apiserver's kinds): Name and Created At, the timestamp as is."""
+    gadget = example_group.kind_named("Gadget")
+    assert gadget is not None and gadget.columns is None
+    obj = {**_widget("g", timedelta(days=2)), "apiVersion": "example.com/v2", "kind": "Gadget"}
+    doc = table(gadget, [(gadget.versions["v2"].to_hub(obj), obj)], include_object="None", now=NOW)
+    assert [(c["name"], c["type"], c["format"]) for c in doc["columnDefinitions"]] == [
+        ("Name", "string", "name"),
+        ("Created At", "date", ""),
+    ]
+    assert doc["rows"][0]["cells"] == ["g", "2024-04-29T12:00:00Z"]
