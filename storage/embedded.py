@@ -16,7 +16,9 @@ The workers of one server share it instead when their supervisor claimed the loc
 them (storage/embedded_lock.py). Then every worker writes the file (revisions stay global and strictly
 increasing: storage/embedded_sqlite.py), and each worker's fan-out follows the other workers' commits
 through a ring on a Unix datagram socket and a catch-up read of the `revisions` table
-(storage/embedded_feed.py), so its watchers see every commit, in order, exactly once.
+(storage/embedded_feed.py), so its watchers see every commit, in order, exactly once. A sole owner
+follows the feed too, because a maintenance command may join the store (`open_embedded(join=True)`,
+no lock claimed) and write next to the server, as `pizza-apiserver migrate-storage` does.
 `current_revision()` reads the counter the writers share in memory, so it covers every write any
 worker acknowledged without an executor hop.
 """
@@ -66,6 +68,7 @@ async def open_embedded(
     history_limit: int = 10000,
     watch_buffer: int = 1024,
     lock: StoreLock | None = None,
+    join: bool = False,
 ) -> EmbeddedStorage:
     """Open (creating if needed) the store at `path`; keys are stored as `prefix` + key.
 
@@ -74,6 +77,11 @@ async def open_embedded(
     lock this process inherited for `path`, storage.embedded_lock.inherit) shares the store with the
     other processes of the server that claimed it; without one this process takes the store alone.
     Raises StorageInUse when another server holds the file.
+
+    `join` opens the store as one more writer next to whichever server owns it (or none), without
+    claiming the lock: what a maintenance command (`pizza-apiserver migrate-storage`) needs while
+    the server keeps serving. The multi-process protocol (writer lock, shared counter, change feed)
+    keeps revisions and every server's watchers exact; the file must already exist.
     """
     loop = asyncio.get_running_loop()
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedded-storage")
@@ -86,25 +94,28 @@ async def open_embedded(
 
     shared = lock or inherited(path)
     notifier: Notifier | None = None
+    owned: StoreLock | None = None
     try:
-        if shared is None:
+        if join:
+            if not await loop.run_in_executor(executor, path.exists):
+                raise NotFound(str(path), f"no embedded storage at {path}")
+        elif shared is None:
             owned = await loop.run_in_executor(executor, StoreLock.claim, path)
         else:
             await loop.run_in_executor(executor, shared.verify)
-            owned, notifier = None, Notifier()
+        # Every process is a member of the change feed, the sole owner too: another process (a worker,
+        # or a maintenance command that joined) may commit, and this one's watchers must see it.
+        notifier = Notifier()
         opener = functools.partial(
             RevisionLog.open, path, prefix=prefix.rstrip("/"), publish=publish, notifier=notifier
         )
-        try:
-            revision_log = await loop.run_in_executor(executor, opener)
-        except BaseException:
-            if owned is not None:
-                owned.release()
-            raise
+        revision_log = await loop.run_in_executor(executor, opener)
         fanout.published_revision = await loop.run_in_executor(executor, revision_log.delivered_revision)
     except BaseException:
         if notifier is not None:
             notifier.close()
+        if owned is not None:
+            owned.release()
         executor.shutdown(wait=False)
         raise
     store = EmbeddedStorage(

@@ -193,3 +193,32 @@ async def test_embedded_concurrent_writes_share_commits_and_keep_their_own_outco
         assert len({kv.mod_revision for kv in deleted}) == 40
     finally:
         await store.close()
+
+
+async def test_embedded_a_joined_process_writes_next_to_the_sole_owner_and_its_watchers_see_it(
+    tmp_path: Path,
+) -> None:
+    """What `migrate-storage` relies on: it joins the store a one-process server owns, without the
+    lock, and that server's watchers and current revision follow its commits."""
+    path = tmp_path / "store.db"
+    with pytest.raises(NotFound, match="no embedded storage at"):
+        await open_embedded(path, prefix=PREFIX, join=True)
+    owner = await open_embedded(path, prefix=PREFIX)
+    joined = await open_embedded(path, prefix=PREFIX, join=True)
+    try:
+        with pytest.raises(StorageInUse):  # joining does not make room for a second server
+            await open_embedded(path, prefix=PREFIX)
+        start = await owner.create("/pizzas/default/a", b"v1")
+        watch = owner.watch("/pizzas/", start.mod_revision)
+        written = await joined.guaranteed_update("/pizzas/default/a", set_to(b"v2"))
+        async with asyncio.timeout(TIMEOUT):
+            event = await anext(aiter(watch))
+        assert (event.type, event.value, event.revision) == (EventType.MODIFIED, b"v2", written.mod_revision)
+        assert await owner.current_revision() == written.mod_revision
+        # And the other way round: the joined process sees the owner's writes in its reads.
+        mine = await owner.create("/pizzas/default/b", b"b")
+        assert (await joined.get("/pizzas/default/b")).mod_revision == mine.mod_revision
+        await watch.aclose()
+    finally:
+        await joined.close()
+        await owner.close()
