@@ -2,6 +2,8 @@
 
 With `--workers 1` this process serves. With more, it becomes the supervisor of that many worker
 processes (server/supervisor.py), each of which runs `serve` on the same port.
+`pizza-apiserver migrate-storage ...` runs the storage version migration instead
+(server/migrate_storage/command.py).
 """
 
 from __future__ import annotations
@@ -100,7 +102,12 @@ def _stop_on_signals() -> asyncio.Event:
 
 
 def main(argv: list[str] | None = None) -> None:
-    options = parse_args(argv).complete()
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["migrate-storage"]:
+        from server.migrate_storage.command import main as migrate_storage
+
+        sys.exit(migrate_storage(args[1:]))
+    options = parse_args(args).complete()
     problems = options.validate()
     if problems:
         for problem in problems:

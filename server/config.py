@@ -106,12 +106,17 @@ def prepare_certs(options: Options) -> ServingCerts:
     return ServingCerts(cert, key, ca, client_ca, client_ca_key)
 
 
-async def open_storage(options: Options) -> Interface:
+async def open_storage(options: Options, *, join: bool = False) -> Interface:
+    """The storage the flags name. `join`: next to the server that owns an embedded store, as a
+    maintenance command does (storage.embedded.open_embedded); etcd needs no such distinction."""
     if options.uses_embedded_storage:
         from storage.embedded import open_embedded
 
+        path = options.data_dir / "storage.db"
+        if join:
+            return await open_embedded(path, prefix=options.etcd_prefix, join=True)
         await asyncio.to_thread(options.data_dir.mkdir, parents=True, exist_ok=True)
-        return await open_embedded(options.data_dir / "storage.db", prefix=options.etcd_prefix)
+        return await open_embedded(path, prefix=options.etcd_prefix)
     from storage.etcd import EtcdConfig, open_etcd
 
     return await open_etcd(

@@ -223,8 +223,12 @@ class Options:
 
 def parse_args(argv: Sequence[str] | None = None) -> Options:
     """Parse flags (``sys.argv[1:]`` when None). Malformed values exit with usage, as pflag does."""
-    namespace = build_parser().parse_args(argv)
-    values: dict[str, Any] = vars(namespace)
+    return options_from(vars(build_parser().parse_args(argv)))
+
+
+def options_from(values: dict[str, Any]) -> Options:
+    """Options from parsed flag values (argparse dests); commands that add flags of their own
+    (`migrate-storage`) pop theirs first."""
     # Each FlagGroup is a dataclass (the Protocol cannot say so), its fields the argparse dests.
     groups: dict[str, Any] = {
         name: group(**{f.name: values.pop(f.name) for f in fields(cast(Any, group))})
@@ -239,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pizza-apiserver",
         description="An aggregated API server for restaurant.programming-kubernetes.info.",
         allow_abbrev=False,  # kube flags are never abbreviated; --etcd must not mean --etcd-servers
+        epilog="Other command: pizza-apiserver migrate-storage --help (rewrite stored objects in the "
+        "storage version).",
     )
     serving = parser.add_argument_group("secure serving")
     serving.add_argument(

@@ -209,7 +209,8 @@ async def _server_with_storage(data_dir: Path, *extra: str) -> AsyncIterator[tup
 
 @pytest.fixture(params=["embedded", "etcd"])
 async def storage_api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Api]:
-    """Like `any_api`, with `api.extra["storage"]` the server's storage.Interface."""
+    """Like `any_api`, with `api.extra["storage"]` the server's storage.Interface and
+    `api.extra["storage_flags"]` the flags naming it."""
     extra: list[str] = []
     if request.param == "etcd":
         etcd = request.getfixturevalue("etcd_server")
@@ -223,4 +224,6 @@ async def storage_api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
         _server_with_storage(tmp_path / "data", *extra) as (server, storage),
         server.session() as session,
     ):
-        yield Api(server, session, {"storage": storage})
+        # The flags that name this server's storage, for commands run next to it (migrate-storage).
+        flags = ["--data-dir", str(tmp_path / "data"), *extra]
+        yield Api(server, session, {"storage": storage, "storage_flags": flags})
