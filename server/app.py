@@ -38,15 +38,15 @@ def build_app(config: Config) -> web.Application:
             authorizer=security.authorizer,
             metrics=metrics,
             audit=config.audit,
-            request_timeout=config.options.request_timeout,
-            max_requests_inflight=config.options.max_requests_inflight,
-            max_mutating_requests_inflight=config.options.max_mutating_requests_inflight,
+            request_timeout=config.options.generic.request_timeout,
+            max_requests_inflight=config.options.generic.max_requests_inflight,
+            max_mutating_requests_inflight=config.options.generic.max_mutating_requests_inflight,
             api_audiences=security.authentication.api_audiences,
             credential_headers=security.authentication.credential_headers,
         ),
         client_max_size=4 * 1024 * 1024,
     )
-    app[MIN_REQUEST_TIMEOUT] = float(config.options.min_request_timeout)
+    app[MIN_REQUEST_TIMEOUT] = float(config.options.generic.min_request_timeout)
     # Streamed (watch) responses get their Audit-ID header and ResponseStarted event when they start.
     app.on_response_prepare.append(audit_response_prepare)
     # kube's 299 Warning on every response of a deprecated version (server/endpoints/deprecation.py).

@@ -25,11 +25,6 @@ from server.serving.connection_buffers import TLSSite
 logger = logging.getLogger("pizza-apiserver")
 
 
-def _log_level(verbosity: int) -> int:
-    """kube's -v: 0 is info; 4 and up (request-level detail in kube) is debug."""
-    return logging.DEBUG if verbosity >= 4 else logging.INFO
-
-
 async def serve(
     options: Options,
     *,
@@ -75,8 +70,8 @@ async def serve(
         stop = stop or _stop_on_signals()
         await stop.wait()
         logger.info("Shutting down")
-        if options.shutdown_delay_duration:
-            await asyncio.sleep(options.shutdown_delay_duration)
+        if options.generic.shutdown_delay_duration:
+            await asyncio.sleep(options.generic.shutdown_delay_duration)
     finally:
         if runner is not None:
             await runner.cleanup()
@@ -90,7 +85,7 @@ def server_url(bind_address: str, port: int) -> str:
 
 
 def storage_name(options: Options) -> str:
-    return "etcd " + ",".join(options.etcd_servers) if options.etcd_servers else "embedded"
+    return "etcd " + ",".join(options.etcd.etcd_servers) if options.etcd.etcd_servers else "embedded"
 
 
 def _stop_on_signals() -> asyncio.Event:
@@ -114,11 +109,11 @@ def main(argv: list[str] | None = None) -> None:
             print(f"error: {problem}", file=sys.stderr)
         sys.exit(1)
     logging.basicConfig(
-        level=_log_level(options.verbosity),
+        level=options.logs.level,
         format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
         stream=sys.stderr,
     )
-    if options.workers > 1:
+    if options.workers.workers > 1:
         from server.supervisor import supervise
 
         sys.exit(supervise(options))

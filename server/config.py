@@ -109,25 +109,25 @@ def prepare_certs(options: Options) -> ServingCerts:
 async def open_storage(options: Options, *, join: bool = False) -> Interface:
     """The storage the flags name. `join`: next to the server that owns an embedded store, as a
     maintenance command does (storage.embedded.open_embedded); etcd needs no such distinction."""
-    if options.uses_embedded_storage:
+    if options.etcd.uses_embedded_storage:
         from storage.embedded import open_embedded
 
-        path = options.data_dir / "storage.db"
+        path = options.generic.data_dir / "storage.db"
         if join:
-            return await open_embedded(path, prefix=options.etcd_prefix, join=True)
-        await asyncio.to_thread(options.data_dir.mkdir, parents=True, exist_ok=True)
-        return await open_embedded(path, prefix=options.etcd_prefix)
+            return await open_embedded(path, prefix=options.etcd.etcd_prefix, join=True)
+        await asyncio.to_thread(options.generic.data_dir.mkdir, parents=True, exist_ok=True)
+        return await open_embedded(path, prefix=options.etcd.etcd_prefix)
     from storage.etcd import EtcdConfig, open_etcd
 
     return await open_etcd(
         EtcdConfig(
-            servers=list(options.etcd_servers),
-            prefix=options.etcd_prefix,
-            cafile=str(options.etcd_cafile) if options.etcd_cafile else None,
-            certfile=str(options.etcd_certfile) if options.etcd_certfile else None,
-            keyfile=str(options.etcd_keyfile) if options.etcd_keyfile else None,
-            request_timeout=options.request_timeout,
-            compaction_interval=options.etcd_compaction_interval,
+            servers=list(options.etcd.etcd_servers),
+            prefix=options.etcd.etcd_prefix,
+            cafile=str(options.etcd.etcd_cafile) if options.etcd.etcd_cafile else None,
+            certfile=str(options.etcd.etcd_certfile) if options.etcd.etcd_certfile else None,
+            keyfile=str(options.etcd.etcd_keyfile) if options.etcd.etcd_keyfile else None,
+            request_timeout=options.generic.request_timeout,
+            compaction_interval=options.etcd.etcd_compaction_interval,
         )
     )
 
@@ -174,7 +174,7 @@ async def build_config(options: Options) -> Config:
         for installation in installations:
             for store in installation.stores.values():
                 await move_legacy_keys(store)
-        if options.watch_cache:
+        if options.watch_cache.watch_cache:
             feeds = [attach_watch_cache(installation) for installation in installations]
             for feed in feeds:
                 feed.start()
@@ -203,7 +203,7 @@ def write_admin_kubeconfig(config: Config, server_url: str) -> Path:
 def write_admin_kubeconfig_for(options: Options, serving: ServingCerts, server_url: str) -> Path:
     """The same from the flags and certificates alone: the --workers supervisor writes it once for
     every worker, and has no running config of its own. Synchronous file work."""
-    assert options.admin_kubeconfig is not None and options.cert_dir is not None
+    assert options.generic.admin_kubeconfig is not None and options.cert_dir is not None
     cert, key = certs.issue_client_cert(
         serving.client_ca_path,
         serving.client_ca_key_path,
@@ -213,10 +213,10 @@ def write_admin_kubeconfig_for(options: Options, serving: ServingCerts, server_u
         basename="admin",
     )
     write_kubeconfig(
-        options.admin_kubeconfig,
+        options.generic.admin_kubeconfig,
         server_url=server_url,
         ca_cert_path=serving.ca_path or serving.cert_path,
         client_cert_path=cert,
         client_key_path=key,
     )
-    return options.admin_kubeconfig
+    return options.generic.admin_kubeconfig

@@ -86,3 +86,12 @@ def add_duration(group: argparse._ArgumentGroup, flag: str, default: float, text
         metavar="duration",
         help=f"{text} (default {format_duration(default)})",
     )
+
+
+def argument_group(parser: argparse.ArgumentParser, title: str) -> argparse._ArgumentGroup:
+    """The help section called `title`, created if missing: a flag group may list a flag among
+    another group's (--workers among the generic flags, where it has always been shown)."""
+    for group in parser._action_groups:
+        if group.title == title and isinstance(group, argparse._ArgumentGroup):
+            return group
+    return parser.add_argument_group(title)

@@ -44,7 +44,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from server.cli import _log_level, _stop_on_signals, serve, server_url, storage_name
+from server.cli import _stop_on_signals, serve, server_url, storage_name
 from server.config import ServingCerts, prepare_certs, write_admin_kubeconfig_for
 from server.options import Options
 from storage.embedded_lock import StorageInUse, StoreLock, inherit
@@ -57,7 +57,7 @@ _PR_SET_PDEATHSIG = 1
 
 
 def supervise(options: Options) -> int:
-    """Run `options.workers` workers until a signal (exit 0) or a worker's failure (exit 1)."""
+    """Run `options.workers.workers` workers until a signal (exit 0) or a worker's failure (exit 1)."""
     try:
         placeholder = _reserve_port(options.bind_address, options.secure_port)
     except OSError as err:
@@ -66,8 +66,8 @@ def supervise(options: Options) -> int:
     lock: StoreLock | None = None
     try:
         # The lock first: a second server on the data dir must not touch its certificates either.
-        if options.uses_embedded_storage:
-            lock = StoreLock.claim(options.data_dir / "storage.db")
+        if options.etcd.uses_embedded_storage:
+            lock = StoreLock.claim(options.generic.data_dir / "storage.db")
         serving = prepare_certs(options)
     except StorageInUse as err:
         logger.error("%s", err)
@@ -148,7 +148,7 @@ class _Workers:
 
     def _start(self) -> None:
         context = multiprocessing.get_context("spawn")
-        for index in range(self._options.workers):
+        for index in range(self._options.workers.workers):
             parent, child = context.Pipe()
             process = context.Process(
                 target=worker_main,
@@ -217,7 +217,7 @@ class _Workers:
             if process.is_alive() and process.pid is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + self._options.shutdown_delay_duration + STOP_GRACE
+        deadline = time.monotonic() + self._options.generic.shutdown_delay_duration + STOP_GRACE
         for process in self._processes:
             process.join(max(deadline - time.monotonic(), 0.0))
             if process.is_alive():
@@ -243,7 +243,7 @@ def worker_main(
     if os.getppid() != supervisor:  # it died before the line above took effect
         sys.exit(1)
     logging.basicConfig(
-        level=_log_level(options.verbosity),
+        level=options.logs.level,
         format=f"%(asctime)s %(levelname).1s %(name)s] [worker {index}] %(message)s",
         stream=sys.stderr,
     )

@@ -57,7 +57,7 @@ def main(argv: Sequence[str]) -> int:
     if problems:
         return EXIT_USAGE
     logging.basicConfig(
-        level=logging.DEBUG if options.verbosity >= 4 else logging.INFO,
+        level=options.logs.level,
         format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
         stream=sys.stderr,
     )
@@ -76,7 +76,9 @@ async def run(options: Options, migration: MigrationOptions, *, out: TextIO, err
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     # A maintenance client: it must not compact (the server does) and must not claim the store.
-    storage_options = dataclasses.replace(options, etcd_compaction_interval=0.0)
+    storage_options = dataclasses.replace(
+        options, etcd=dataclasses.replace(options.etcd, etcd_compaction_interval=0.0)
+    )
     try:
         storage = await open_storage(storage_options, join=True)
     except StorageError as error:

@@ -134,7 +134,7 @@ def test_tls_verification_is_skipped_only_with_its_caveat(objects: list[Obj]) ->
 def test_server_listens_on_the_pod_network_and_stores_in_the_etcd_service(objects: list[Obj]) -> None:
     options = server_options(objects)
     assert options.bind_address == "0.0.0.0"
-    (server,) = options.etcd_servers
+    (server,) = options.etcd.etcd_servers
     url = urllib.parse.urlsplit(server)
     etcd_service = one(objects, "Service", url.hostname)  # a short name resolves in the pod's namespace
     assert etcd_service["metadata"]["namespace"] == NAMESPACE
@@ -252,8 +252,13 @@ def test_everything_the_server_writes_is_on_an_empty_dir(objects: list[Obj]) -> 
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = {Path(m["mountPath"]): volumes[m["name"]] for m in apiserver_container(objects)["volumeMounts"]}
     options = server_options(objects)
-    assert options.cert_dir is not None and options.admin_kubeconfig is not None
-    for written in (options.data_dir, options.cert_dir, options.admin_kubeconfig.parent, Path("/tmp")):
+    assert options.cert_dir is not None and options.generic.admin_kubeconfig is not None
+    for written in (
+        options.generic.data_dir,
+        options.cert_dir,
+        options.generic.admin_kubeconfig.parent,
+        Path("/tmp"),
+    ):
         holders = [
             (path, volume) for path, volume in mounts.items() if path == written or path in written.parents
         ]
@@ -305,7 +310,7 @@ def test_production_tls_switch_trusts_a_cert_manager_certificate(objects: list[O
     (mount,) = [m for m in apiserver_container(switched)["volumeMounts"] if m["name"] == volume["name"]]
     assert options.tls_cert_file.parent == Path(mount["mountPath"]) == options.tls_private_key_file.parent
     # Everything else is untouched.
-    assert options.etcd_servers == server_options(objects).etcd_servers
+    assert options.etcd.etcd_servers == server_options(objects).etcd.etcd_servers
     assert len(switched) == len(objects) + 2
 
 

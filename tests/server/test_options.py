@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from server.options import DEFAULT_ETCD_PREFIX, Options, build_parser, parse_args
+from server.etcd_options import DEFAULT_ETCD_PREFIX, EtcdOptions
+from server.generic_options import GenericOptions
+from server.log_options import LogOptions
+from server.options import Options, build_parser, parse_args
 
 
 def test_defaults_match_kube_and_the_brief() -> None:
@@ -16,19 +19,22 @@ def test_defaults_match_kube_and_the_brief() -> None:
     assert options == Options()
     assert options.bind_address == "127.0.0.1"
     assert options.secure_port == 8443
-    assert options.data_dir == Path(".pizza-apiserver")
-    assert options.cert_dir is None and options.admin_kubeconfig is None
+    assert options.generic.data_dir == Path(".pizza-apiserver")
+    assert options.cert_dir is None and options.generic.admin_kubeconfig is None
     assert options.tls_cert_file is None and options.tls_private_key_file is None
-    assert options.serving_cert_dns_names == [] and options.etcd_servers == []
-    assert options.etcd_prefix == DEFAULT_ETCD_PREFIX == "/registry"
-    assert options.etcd_compaction_interval == 300.0  # kube: 5m
-    assert options.etcd_healthcheck_timeout == 2.0 and options.etcd_readycheck_timeout == 2.0
-    assert (options.max_requests_inflight, options.max_mutating_requests_inflight) == (400, 200)
-    assert options.request_timeout == 60.0  # kube: 1m0s
-    assert options.min_request_timeout == 1800
-    assert options.shutdown_delay_duration == 0.0
-    assert options.verbosity == 0
-    assert options.uses_embedded_storage and options.generates_serving_cert
+    assert options.serving_cert_dns_names == [] and options.etcd.etcd_servers == []
+    assert options.etcd.etcd_prefix == DEFAULT_ETCD_PREFIX == "/registry"
+    assert options.etcd.etcd_compaction_interval == 300.0  # kube: 5m
+    assert options.etcd.etcd_healthcheck_timeout == 2.0 and options.etcd.etcd_readycheck_timeout == 2.0
+    assert (options.generic.max_requests_inflight, options.generic.max_mutating_requests_inflight) == (
+        400,
+        200,
+    )
+    assert options.generic.request_timeout == 60.0  # kube: 1m0s
+    assert options.generic.min_request_timeout == 1800
+    assert options.generic.shutdown_delay_duration == 0.0
+    assert options.logs.verbosity == 0
+    assert options.etcd.uses_embedded_storage and options.generates_serving_cert
     assert options.validate() == []
 
 
@@ -38,7 +44,7 @@ def test_complete_derives_paths_and_sans_from_other_flags() -> None:
     ).complete()
 
     assert options.cert_dir == Path("/var/lib/pizza/certs")
-    assert options.admin_kubeconfig == Path("/var/lib/pizza/admin.kubeconfig")
+    assert options.generic.admin_kubeconfig == Path("/var/lib/pizza/admin.kubeconfig")
     assert options.serving_cert_dns_names == ["api.pizza-apiserver.svc"]
     # The specific bind address becomes an IP SAN, as kube's MaybeDefaultWithSelfSignedCerts does.
     assert options.serving_cert_ip_addresses == ["127.0.0.1", "10.0.0.5"]
@@ -50,7 +56,7 @@ def test_complete_keeps_explicit_paths_and_skips_unspecified_bind_address() -> N
         ["--bind-address", "0.0.0.0", "--cert-dir", "/c", "--admin-kubeconfig", "/k/admin.yaml"]
     ).complete()
     assert options.cert_dir == Path("/c")
-    assert options.admin_kubeconfig == Path("/k/admin.yaml")
+    assert options.generic.admin_kubeconfig == Path("/k/admin.yaml")
     assert options.serving_cert_ip_addresses == []
 
     blank = parse_args(["--bind-address", ""]).complete()
@@ -92,30 +98,34 @@ def test_every_flag_parses() -> None:
         cert_dir=Path("/certs"),
         tls_cert_file=Path("/tls/tls.crt"),
         tls_private_key_file=Path("/tls/tls.key"),
-        data_dir=Path("/data"),
-        admin_kubeconfig=Path("/data/kc"),
-        max_requests_inflight=10,
-        max_mutating_requests_inflight=5,
-        request_timeout=90.0,
-        min_request_timeout=60,
-        shutdown_delay_duration=0.5,
-        etcd_servers=["https://127.0.0.1:2379", "https://127.0.0.2:2379", "https://127.0.0.3:2379"],
-        etcd_prefix="/registry/other",
-        etcd_cafile=Path("/etcd/ca.crt"),
-        etcd_certfile=Path("/etcd/client.crt"),
-        etcd_keyfile=Path("/etcd/client.key"),
-        etcd_compaction_interval=0.0,
-        etcd_healthcheck_timeout=3.0,
-        etcd_readycheck_timeout=1.5,
-        verbosity=4,
+        generic=GenericOptions(
+            data_dir=Path("/data"),
+            admin_kubeconfig=Path("/data/kc"),
+            max_requests_inflight=10,
+            max_mutating_requests_inflight=5,
+            request_timeout=90.0,
+            min_request_timeout=60,
+            shutdown_delay_duration=0.5,
+        ),
+        etcd=EtcdOptions(
+            etcd_servers=["https://127.0.0.1:2379", "https://127.0.0.2:2379", "https://127.0.0.3:2379"],
+            etcd_prefix="/registry/other",
+            etcd_cafile=Path("/etcd/ca.crt"),
+            etcd_certfile=Path("/etcd/client.crt"),
+            etcd_keyfile=Path("/etcd/client.key"),
+            etcd_compaction_interval=0.0,
+            etcd_healthcheck_timeout=3.0,
+            etcd_readycheck_timeout=1.5,
+        ),
+        logs=LogOptions(verbosity=4),
     )
-    assert not options.uses_embedded_storage and not options.generates_serving_cert
+    assert not options.etcd.uses_embedded_storage and not options.generates_serving_cert
     assert options.validate() == []
 
 
 @pytest.mark.parametrize("argv", [["-v", "3"], ["-v3"], ["--v", "3"], ["--v=3"]])
 def test_verbosity_spellings(argv: list[str]) -> None:
-    assert parse_args(argv).verbosity == 3
+    assert parse_args(argv).logs.verbosity == 3
 
 
 def test_comma_lists_drop_blanks_and_an_empty_value_means_none() -> None:
@@ -123,7 +133,7 @@ def test_comma_lists_drop_blanks_and_an_empty_value_means_none() -> None:
         "a.svc",
         "b.svc",
     ]
-    assert parse_args(["--etcd-servers="]).etcd_servers == []
+    assert parse_args(["--etcd-servers="]).etcd.etcd_servers == []
     # Each parse starts from a fresh default: no state leaks between parses.
     assert parse_args([]).serving_cert_dns_names == []
 
@@ -208,8 +218,8 @@ def test_help_shows_go_style_duration_defaults() -> None:
 
 
 def test_watch_timeouts_are_spread_between_min_and_twice_min() -> None:
-    options = Options(min_request_timeout=100)
+    options = Options(generic=GenericOptions(min_request_timeout=100))
     rng = random.Random(7)
-    draws = [options.random_watch_timeout(rng) for _ in range(200)]
+    draws = [options.generic.random_watch_timeout(rng) for _ in range(200)]
     assert all(100 <= d < 200 for d in draws)
     assert max(draws) - min(draws) > 50  # actually randomized, not a constant
