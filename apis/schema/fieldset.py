@@ -112,7 +112,7 @@ def _value_order(value: Any) -> tuple[Any, ...]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _element_order(element: str) -> tuple[Any, ...]:
+def element_order(element: str) -> tuple[Any, ...]:
     """PathElement.Less: field names < keys < values < indexes, each ordered by content."""
     kind, body = element[0], element[2:]
     if kind == "f":
@@ -208,7 +208,7 @@ class FieldSet:
 
     def paths(self) -> Iterator[tuple[str, ...]]:
         """Every path of the set, in FieldsV1 order (a node before its children)."""
-        for element in sorted(self.members | set(self.children), key=_element_order):
+        for element in sorted(self.members | set(self.children), key=element_order):
             if element in self.members:
                 yield (element,)
             child = self.children.get(element)
@@ -226,7 +226,7 @@ class FieldSet:
     def to_fields_v1(self) -> dict[str, Any]:
         """serialize.go emitContentsV1: sorted elements; "." (the node itself) comes last."""
         out: dict[str, Any] = {}
-        for element in sorted(self.members | set(self.children), key=_element_order):
+        for element in sorted(self.members | set(self.children), key=element_order):
             child = self.children.get(element)
             if child is None or child.empty():
                 if element in self.members:
