@@ -220,7 +220,8 @@ def apply_config(
 
 
 def _empty(config: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": config.get("apiVersion"), "kind": config.get("kind")}
+    """The new object an apply creates into: only its type."""
+    return {k: config[k] for k in ("apiVersion", "kind") if k in config}
 
 
 def _before_first_apply(
