@@ -415,6 +415,36 @@ def _compare(
         out.removed.insert(path)
 
 
+def created_fields(
+    new: Mapping[str, Any], schema: Mapping[str, Any], skip: frozenset[str] = frozenset()
+) -> FieldSet:
+    """compare(None, new).added, without the comparison: what a create adds (the hot path of every
+    create's field manager). Top-level fields in `skip` (the strategy's reset fields) are left out,
+    as `exclude` would drop them."""
+    out = FieldSet()
+    props = schema.get("properties") or {}
+    for key, value in new.items():
+        if key in skip:
+            continue
+        _created(value, props.get(key), out, field_element(key))
+    return out
+
+
+def _created(value: Any, schema: Mapping[str, Any] | None, node: FieldSet, element: str) -> None:
+    """Inserts `element` (and what is under it) into `node`, following `_compare` with lhs absent."""
+    shape = _shape(schema, value)
+    node.members.add(element)
+    if shape == "list" and isinstance(value, list) and value:
+        assert schema is not None
+        child = node.children.setdefault(element, FieldSet())
+        for item_element, item in _items(schema, value).items():
+            _created(item, schema.get("items"), child, item_element)
+    elif shape == "map" and isinstance(value, dict) and value:
+        child = node.children.setdefault(element, FieldSet())
+        for key, item in value.items():
+            _created(item, _child_schema(schema, key)[0], child, field_element(key))
+
+
 def _all(lhs: Any, rhs: Any, kind: type) -> bool:
     return all(v is _ABSENT or isinstance(v, kind) for v in (lhs, rhs))
 

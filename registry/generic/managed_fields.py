@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from apis.runtime.codec import Codec
-from apis.schema.fieldset import FieldSet, FieldsV1Error, compare, field_element
+from apis.schema.fieldset import FieldSet, FieldsV1Error, compare, created_fields, field_element
 from registry.generic.metadata import now_rfc3339
 
 FIELD_MANAGER_MAX_LENGTH = 128
@@ -223,6 +223,9 @@ def update_managed_fields(
     new.metadata.pop("managedFields", None)
     if not managed and live is not None:
         return  # skipNonAppliedManager: nothing is tracked for this object any more
+    if live is None and not managed:
+        _record_create(codec, new, request, now)
+        return
     versions = _Versions(codec, live, new, reset_fields(codec, request.subresource))
     api_version = codec.api_version(request.version)
     for key in list(managed):
@@ -257,6 +260,32 @@ def encode_entries(managed: dict[str, Entry]) -> list[dict[str, Any]]:
         key=lambda e: (e.operation, int(_seconds(e.time)), e.manager, e.api_version, e.subresource),
     )
     return [e.encode() for e in entries]
+
+
+def _record_create(codec: Codec, new: Any, request: FieldManager, now: str | None) -> None:
+    """The common create: nobody owns anything yet, so the creator owns all it set (stripped of
+    system metadata and the reset fields) and no comparison is needed."""
+    version = request.version
+    data = codec.to_version(new, version)
+    data.get("metadata", {}).pop("managedFields", None)
+    skip = (
+        frozenset(("status",))
+        if not request.subresource and "status" in codec.kind.subresources
+        else frozenset()
+    )
+    own = created_fields(data, codec.kind.versions[version].schema, skip).difference(STRIPPED)
+    if own.empty():
+        return
+    api_version = codec.api_version(version)
+    entry = Entry(
+        request.manager or UNKNOWN_MANAGER,
+        UPDATE,
+        api_version,
+        request.subresource,
+        own,
+        now or now_rfc3339(),
+    )
+    new.metadata["managedFields"] = [entry.encode()]
 
 
 def _cap_update_managers(managed: dict[str, Entry]) -> None:

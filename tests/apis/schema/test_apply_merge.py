@@ -20,7 +20,15 @@ from apis.schema.apply_merge import (
     remove_items,
     with_named_fields,
 )
-from apis.schema.fieldset import FieldSet, field_element, key_element, to_field_set, value_element
+from apis.schema.fieldset import (
+    FieldSet,
+    compare,
+    created_fields,
+    field_element,
+    key_element,
+    to_field_set,
+    value_element,
+)
 
 STRING = {"type": "string"}
 
@@ -239,3 +247,19 @@ def test_path_strings_are_smds() -> None:
         path_string((field_element("spec"), key_element({"name": "x"}), field_element("q")))
         == '.spec[name="x"].q'
     )
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"list": [{"key": "a", "id": 1, "value": {"x": "1"}}, {"key": "b", "id": 2}], "atomicList": ["a"]},
+        {"list": [], "atomicList": []},
+        {"list": [{"key": "a", "id": 1, "value": {}}]},
+        {"unknown": {"deep": [1, 2]}, "atomicList": None},
+    ],
+)
+def test_created_fields_is_what_a_comparison_with_nothing_adds(obj: dict[str, Any]) -> None:
+    changes = compare(None, obj, ASSOCIATIVE)
+    assert created_fields(obj, ASSOCIATIVE) == changes.added
+    skipped = FieldSet.of((field_element("list"),))
+    assert created_fields(obj, ASSOCIATIVE, frozenset({"list"})) == changes.exclude(skipped).added
