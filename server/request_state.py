@@ -24,6 +24,9 @@ AUDIT_ANNOTATIONS = web.RequestKey("audit_annotations", dict)
 # This request's audit ID and arrival time (kube's WithAuditInit / WithRequestReceivedTimestamp).
 AUDIT_ID = web.RequestKey("audit_id", str)
 RECEIVED = web.RequestKey("request_received_timestamp", datetime)
+# The authorizer the chain decided with, for decisions a handler makes later (kube's create-on-update
+# check of an apply that creates: withAuthorization in handlers/patch.go).
+AUTHORIZER = web.RequestKey("authorizer", object)
 # The per-request audit state of an audited request (server.filters.audit.RequestAudit).
 AUDIT = web.RequestKey("audit", object)
 

@@ -22,6 +22,7 @@ plugins change is owned by nobody.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from aiohttp import web
@@ -44,13 +45,14 @@ from registry.generic.server_side_apply import (
     CodecTypes,
     apply_config,
 )
+from server.authz.interface import Authorizer, AuthzAttributes
 from server.endpoints import body as bodies
 from server.endpoints.decode import decode_object
 from server.endpoints.query import dry_run, field_validation, force
 from server.endpoints.scope import ResourceScope
 from server.endpoints.write import _admit, _output, _respond, _set_namespace, _validator
 from server.request_info import RequestInfo
-from server.request_state import USER
+from server.request_state import AUTHORIZER, USER
 
 
 def _apply_request(request: web.Request, scope: ResourceScope, info: RequestInfo) -> ApplyRequest:
@@ -162,11 +164,16 @@ async def apply_object(request: web.Request, scope: ResourceScope, info: Request
         return await _admit(scope, scope.attributes(info, user, operation, obj, old, dry_run=dry))
 
     validate_write = _validator(scope, request, info, dry=dry)
+
+    async def validate_create(obj: HubObject, old: HubObject | None) -> None:
+        await _authorize_create(request, scope, info)
+        await validate_write(obj, old)
+
     result, created = await scope.store.update(
         info.namespace,
         info.name,
         updated,
-        validate_create=validate_write,
+        validate_create=validate_create,
         validate_update=validate_write,
         force_allow_create=not info.subresource,
         dry_run=dry,
@@ -174,6 +181,21 @@ async def apply_object(request: web.Request, scope: ResourceScope, info: Request
         manager=tracker,
     )
     return _respond(output, scope, result, 201 if created else 200, warnings)
+
+
+async def _authorize_create(request: web.Request, scope: ResourceScope, info: RequestInfo) -> None:
+    """withAuthorization: a patch that creates needs `create` too (checked once the object is built,
+    before validating admission), 403 `<resource> "<name>" is forbidden: <reason>` otherwise."""
+    authorizer: Authorizer | None = request.get(AUTHORIZER)  # type: ignore[assignment]
+    if authorizer is None:
+        return  # an application built without the authorization filter authorizes nothing
+    attrs = AuthzAttributes(request.get(USER, ANONYMOUS), dataclasses.replace(info, verb="create"))
+    decision = await authorizer.authorize(attrs)
+    if decision.allowed:
+        return
+    if decision.error:
+        raise errors.internal_error(decision.error)
+    raise errors.forbidden(scope.resource, info.name, decision.reason)
 
 
 def _gvk(scope: ResourceScope) -> str:

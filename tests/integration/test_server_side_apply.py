@@ -8,10 +8,17 @@ skipnonapplied.go; sigs.k8s.io/structured-merge-diff merge/update.go), read in s
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fixtures.control_plane import (
+    ControlPlane,
+    call,
+    control_plane_fixture,  # noqa: F401 - provides the control_plane fixture
+    delegated_server,
+)
 from tests.integration.conftest import GROUP, V1A1, V1B1, Api
 
 APPLY = "application/apply-patch+yaml"
@@ -456,3 +463,42 @@ async def test_apply_on_a_cluster_scoped_kind(api: Api) -> None:
     assert r.status == 201, r
     assert r.body["spec"] == {"cost": 2}
     assert entry(r.body, "alice")["fieldsV1"] == {"f:spec": {"f:cost": {}}}  # type: ignore[index]
+
+
+# --- authorization of a create by apply -----------------------------------------------------------
+
+
+async def test_apply_that_creates_needs_create(control_plane: ControlPlane, tmp_path: Path) -> None:
+    """handlers/patch.go withAuthorization: `patch` lets the request in, a create also needs `create`."""
+    plane = control_plane
+    plane.tokens["patcher"] = {"username": "patcher", "groups": ["cooks"]}
+    plane.tokens["creator"] = {"username": "creator", "groups": ["cooks"]}
+
+    def rule(spec: dict[str, Any]) -> dict[str, Any]:
+        verb = spec.get("resourceAttributes", {}).get("verb")
+        allowed = verb == "patch" or (verb == "create" and spec.get("user") == "creator")
+        return {"allowed": allowed, "reason": "" if allowed else "no create for you"}
+
+    plane.sar_rule = rule
+    path = f"/apis/{GROUP}/v1beta1/toppings/olive"
+    body = {"apiVersion": V1B1, "kind": "Topping", "metadata": {"name": "olive"}, "spec": {"cost": 2}}
+    async with delegated_server(tmp_path / "data", plane) as server:
+        headers = {"Authorization": "Bearer patcher", "Content-Type": APPLY}
+        status, answer = await call(
+            server, f"{path}?fieldManager=m", method="PATCH", headers=headers, body=body
+        )
+        assert status == 403, answer
+        assert answer["message"] == f'toppings.{GROUP} "olive" is forbidden: no create for you'
+        assert plane.access_reviews[-1]["spec"]["resourceAttributes"]["verb"] == "create"
+        headers["Authorization"] = "Bearer creator"
+        status, answer = await call(
+            server, f"{path}?fieldManager=m", method="PATCH", headers=headers, body=body
+        )
+        assert status == 201, answer
+        # An existing object needs only patch.
+        headers["Authorization"] = "Bearer patcher"
+        body["spec"]["cost"] = 3
+        status, answer = await call(
+            server, f"{path}?fieldManager=m", method="PATCH", headers=headers, body=body
+        )
+        assert status == 200 and answer["spec"]["cost"] == 3, answer
