@@ -119,3 +119,14 @@ def test_client_side_apply_migrates_to_server_side(kubectl_server: ServerProcess
     assert "labels" not in after["metadata"]
     last = json.loads(after["metadata"]["annotations"][LAST_APPLIED])
     assert last["spec"]["toppings"] == [{"name": "tomato", "quantity": 2}]
+
+
+def test_readme_story_client_side_then_server_side(kubectl_server: ServerProcess) -> None:
+    kubectl_server.kubectl("apply", "-f", str(REPO / "examples"))
+    result = kubectl_server.kubectl("apply", "--server-side", "-f", str(REPO / "examples"))
+    lines = [line for line in result.stdout.splitlines() if line]
+    assert len(lines) == 10 and all(line.endswith(" serverside-applied") for line in lines), result.stdout
+    assert "migrat" not in result.stderr.lower(), result.stderr
+    hawaii = pizza(kubectl_server, "hawaii")
+    assert "kubectl-client-side-apply" not in managers(hawaii)
+    assert managers(hawaii)["kubectl"] == "Apply"
