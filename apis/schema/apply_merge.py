@@ -180,10 +180,10 @@ def _remove(value: Any, to_remove: FieldSet, schema: Mapping[str, Any] | None) -
         assert schema is not None
         kept: list[Any] = []
         for item in value:
-            element = _item_element(schema, item)
-            if element is not None and element in to_remove.members:
+            item_element = _item_element(schema, item)
+            if item_element is not None and item_element in to_remove.members:
                 continue
-            subset = to_remove.children.get(element) if element is not None else None
+            subset = to_remove.children.get(item_element) if item_element is not None else None
             if subset is not None and not subset.empty():
                 item = _remove(item, subset, schema.get("items"))
                 if item is _ABSENT:

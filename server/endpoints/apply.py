@@ -45,7 +45,7 @@ from registry.generic.server_side_apply import (
     CodecTypes,
     apply_config,
 )
-from server.authz.interface import Authorizer, AuthzAttributes
+from server.authz.interface import AuthzAttributes
 from server.endpoints import body as bodies
 from server.endpoints.decode import decode_object
 from server.endpoints.query import dry_run, field_validation, force
@@ -186,7 +186,7 @@ async def apply_object(request: web.Request, scope: ResourceScope, info: Request
 async def _authorize_create(request: web.Request, scope: ResourceScope, info: RequestInfo) -> None:
     """withAuthorization: a patch that creates needs `create` too (checked once the object is built,
     before validating admission), 403 `<resource> "<name>" is forbidden: <reason>` otherwise."""
-    authorizer: Authorizer | None = request.get(AUTHORIZER)  # type: ignore[assignment]
+    authorizer = request.get(AUTHORIZER)
     if authorizer is None:
         return  # an application built without the authorization filter authorizes nothing
     attrs = AuthzAttributes(request.get(USER, ANONYMOUS), dataclasses.replace(info, verb="create"))
