@@ -11,6 +11,7 @@ from datetime import datetime
 from aiohttp import web
 
 from apis.meta.user import UserInfo
+from server.authz.interface import Authorizer
 from server.request_info import RequestInfo
 
 # The parsed request (verb, group, version, namespace, resource, subresource, name).
@@ -24,6 +25,9 @@ AUDIT_ANNOTATIONS = web.RequestKey("audit_annotations", dict)
 # This request's audit ID and arrival time (kube's WithAuditInit / WithRequestReceivedTimestamp).
 AUDIT_ID = web.RequestKey("audit_id", str)
 RECEIVED = web.RequestKey("request_received_timestamp", datetime)
+# The authorizer the chain decided with, for decisions a handler makes later (kube's create-on-update
+# check of an apply that creates: withAuthorization in handlers/patch.go).
+AUTHORIZER = web.RequestKey("authorizer", Authorizer)
 # The per-request audit state of an audited request (server.filters.audit.RequestAudit).
 AUDIT = web.RequestKey("audit", object)
 

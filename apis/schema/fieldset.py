@@ -112,7 +112,7 @@ def _value_order(value: Any) -> tuple[Any, ...]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _element_order(element: str) -> tuple[Any, ...]:
+def element_order(element: str) -> tuple[Any, ...]:
     """PathElement.Less: field names < keys < values < indexes, each ordered by content."""
     kind, body = element[0], element[2:]
     if kind == "f":
@@ -208,7 +208,7 @@ class FieldSet:
 
     def paths(self) -> Iterator[tuple[str, ...]]:
         """Every path of the set, in FieldsV1 order (a node before its children)."""
-        for element in sorted(self.members | set(self.children), key=_element_order):
+        for element in sorted(self.members | set(self.children), key=element_order):
             if element in self.members:
                 yield (element,)
             child = self.children.get(element)
@@ -226,7 +226,7 @@ class FieldSet:
     def to_fields_v1(self) -> dict[str, Any]:
         """serialize.go emitContentsV1: sorted elements; "." (the node itself) comes last."""
         out: dict[str, Any] = {}
-        for element in sorted(self.members | set(self.children), key=_element_order):
+        for element in sorted(self.members | set(self.children), key=element_order):
             child = self.children.get(element)
             if child is None or child.empty():
                 if element in self.members:
@@ -413,6 +413,36 @@ def _compare(
         out.added.insert(path)
     elif rhs is _ABSENT:
         out.removed.insert(path)
+
+
+def created_fields(
+    new: Mapping[str, Any], schema: Mapping[str, Any], skip: frozenset[str] = frozenset()
+) -> FieldSet:
+    """compare(None, new).added, without the comparison: what a create adds (the hot path of every
+    create's field manager). Top-level fields in `skip` (the strategy's reset fields) are left out,
+    as `exclude` would drop them."""
+    out = FieldSet()
+    props = schema.get("properties") or {}
+    for key, value in new.items():
+        if key in skip:
+            continue
+        _created(value, props.get(key), out, field_element(key))
+    return out
+
+
+def _created(value: Any, schema: Mapping[str, Any] | None, node: FieldSet, element: str) -> None:
+    """Inserts `element` (and what is under it) into `node`, following `_compare` with lhs absent."""
+    shape = _shape(schema, value)
+    node.members.add(element)
+    if shape == "list" and isinstance(value, list) and value:
+        assert schema is not None
+        child = node.children.setdefault(element, FieldSet())
+        for item_element, item in _items(schema, value).items():
+            _created(item, schema.get("items"), child, item_element)
+    elif shape == "map" and isinstance(value, dict) and value:
+        child = node.children.setdefault(element, FieldSet())
+        for key, item in value.items():
+            _created(item, _child_schema(schema, key)[0], child, field_element(key))
 
 
 def _all(lhs: Any, rhs: Any, kind: type) -> bool:

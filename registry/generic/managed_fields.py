@@ -29,10 +29,10 @@ import json
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from apis.runtime.codec import Codec
-from apis.schema.fieldset import FieldSet, FieldsV1Error, compare, field_element
+from apis.schema.fieldset import FieldSet, FieldsV1Error, compare, created_fields, field_element
 from registry.generic.metadata import now_rfc3339
 
 FIELD_MANAGER_MAX_LENGTH = 128
@@ -41,7 +41,7 @@ ANCIENT_CHANGES = "ancient-changes"
 UNKNOWN_MANAGER = "unknown"
 UPDATE, APPLY = "Update", "Apply"
 
-_STRIPPED = FieldSet.of(
+STRIPPED = FieldSet.of(
     (field_element("apiVersion"),),
     (field_element("kind"),),
     (field_element("metadata"),),
@@ -62,6 +62,14 @@ _STRIPPED = FieldSet.of(
 )
 
 
+class FieldTracker(Protocol):
+    """What the Store calls once the strategy has prepared the object to write (kube's fieldmanager
+    runs on what will be stored): an Update manager computes ownership here, an apply has computed
+    it before admission and only sets it (registry/generic/server_side_apply.py)."""
+
+    def track(self, codec: Codec, live: Any | None, new: Any) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class FieldManager:
     """Who writes, in which served version, through which subresource ("" for the resource)."""
@@ -69,6 +77,9 @@ class FieldManager:
     manager: str
     version: str
     subresource: str = ""
+
+    def track(self, codec: Codec, live: Any | None, new: Any) -> None:
+        update_managed_fields(codec, live, new, self)
 
 
 def manager_from_user_agent(user_agent: str) -> str:
@@ -89,7 +100,7 @@ def _printable(ch: str) -> bool:
 
 
 @dataclass(slots=True)
-class _Entry:
+class Entry:
     manager: str
     operation: str
     api_version: str
@@ -118,11 +129,11 @@ class _Entry:
         return entry
 
 
-def _decode(entries: Any) -> dict[str, _Entry] | None:
+def decode_entries(entries: Any) -> dict[str, Entry] | None:
     """DecodeManagedFields; None when any entry is invalid."""
     if not isinstance(entries, list):
         return None if entries is not None else {}
-    out: dict[str, _Entry] = {}
+    out: dict[str, Entry] = {}
     for raw in entries:
         if not isinstance(raw, dict) or raw.get("operation") not in (APPLY, UPDATE):
             return None
@@ -132,7 +143,7 @@ def _decode(entries: Any) -> dict[str, _Entry] | None:
             fields = FieldSet.from_fields_v1(raw.get("fieldsV1") or {})
         except FieldsV1Error:
             return None
-        entry = _Entry(
+        entry = Entry(
             str(raw.get("manager") or ""),
             raw["operation"],
             str(raw["apiVersion"]),
@@ -151,14 +162,14 @@ def _is_reset(entries: Any) -> bool:
     return not entries or (isinstance(entries[0], dict) and all(v in (None, "") for v in entries[0].values()))
 
 
-def _managed(live: Any | None, new: Any, subresource: str) -> dict[str, _Entry]:
-    live_entries = _decode(live.metadata.get("managedFields")) if live is not None else {}
+def _managed(live: Any | None, new: Any, subresource: str) -> dict[str, Entry]:
+    live_entries = decode_entries(live.metadata.get("managedFields")) if live is not None else {}
     if subresource:
         return live_entries or {}
     sent = new.metadata.get("managedFields")
     if _is_reset(sent):
         return {}
-    decoded = _decode(sent)
+    decoded = decode_entries(sent)
     return decoded if decoded else (live_entries or {})
 
 
@@ -197,7 +208,7 @@ class _Versions:
         return data
 
 
-def _ignored(codec: Codec, subresource: str) -> FieldSet:
+def reset_fields(codec: Codec, subresource: str) -> FieldSet:
     """The strategy's reset fields: the main resource of a kind with /status never sets status."""
     if not subresource and "status" in codec.kind.subresources:
         return FieldSet.of((field_element("status"),))
@@ -212,7 +223,10 @@ def update_managed_fields(
     new.metadata.pop("managedFields", None)
     if not managed and live is not None:
         return  # skipNonAppliedManager: nothing is tracked for this object any more
-    versions = _Versions(codec, live, new, _ignored(codec, request.subresource))
+    if live is None and not managed:
+        _record_create(codec, new, request, now)
+        return
+    versions = _Versions(codec, live, new, reset_fields(codec, request.subresource))
     api_version = codec.api_version(request.version)
     for key in list(managed):
         entry = managed[key]
@@ -225,24 +239,56 @@ def update_managed_fields(
         if entry.fields.empty():
             del managed[key]
     changes = versions.compare(api_version)
-    own = changes.modified.union(changes.added).difference(changes.removed).difference(_STRIPPED)
+    own = changes.modified.union(changes.added).difference(changes.removed).difference(STRIPPED)
     if not own.empty():
-        mine = _Entry(request.manager or UNKNOWN_MANAGER, UPDATE, api_version, request.subresource, own, None)
+        mine = Entry(request.manager or UNKNOWN_MANAGER, UPDATE, api_version, request.subresource, own, None)
         previous = managed.get(mine.identifier)
         if previous is not None:
             mine.fields = own.union(previous.fields)
         mine.time = now or now_rfc3339()
         managed[mine.identifier] = mine
+    encoded = encode_entries(managed)
+    if encoded:
+        new.metadata["managedFields"] = encoded
+
+
+def encode_entries(managed: dict[str, Entry]) -> list[dict[str, Any]]:
+    """capManagers, then EncodeObjectManagedFields' order: Apply before Update, then time, manager…"""
     _cap_update_managers(managed)
     entries = sorted(
         managed.values(),
         key=lambda e: (e.operation, int(_seconds(e.time)), e.manager, e.api_version, e.subresource),
     )
-    if entries:
-        new.metadata["managedFields"] = [e.encode() for e in entries]
+    return [e.encode() for e in entries]
 
 
-def _cap_update_managers(managed: dict[str, _Entry]) -> None:
+def _record_create(codec: Codec, new: Any, request: FieldManager, now: str | None) -> None:
+    """The common create: nobody owns anything yet, so the creator owns all it set (stripped of
+    system metadata and the reset fields) and no comparison is needed."""
+    version = request.version
+    data = codec.to_version(new, version)
+    data.get("metadata", {}).pop("managedFields", None)
+    skip = (
+        frozenset(("status",))
+        if not request.subresource and "status" in codec.kind.subresources
+        else frozenset()
+    )
+    own = created_fields(data, codec.kind.versions[version].schema, skip).difference(STRIPPED)
+    if own.empty():
+        return
+    api_version = codec.api_version(version)
+    entry = Entry(
+        request.manager or UNKNOWN_MANAGER,
+        UPDATE,
+        api_version,
+        request.subresource,
+        own,
+        now or now_rfc3339(),
+    )
+    new.metadata["managedFields"] = [entry.encode()]
+
+
+def _cap_update_managers(managed: dict[str, Entry]) -> None:
     """capUpdateManagers: fold the oldest Update entries into one "ancient-changes" per version."""
     updaters = [k for k, e in managed.items() if e.operation == UPDATE]
     if len(updaters) <= MAX_UPDATE_MANAGERS:
@@ -254,7 +300,7 @@ def _cap_update_managers(managed: dict[str, _Entry]) -> None:
         if remaining <= MAX_UPDATE_MANAGERS:
             break
         entry = managed[key]
-        bucket = _Entry(ANCIENT_CHANGES, UPDATE, entry.api_version, "", FieldSet(), entry.time)
+        bucket = Entry(ANCIENT_CHANGES, UPDATE, entry.api_version, "", FieldSet(), entry.time)
         first = first_by_version.get(entry.api_version)
         if first is None:
             first_by_version[entry.api_version] = key

@@ -25,7 +25,7 @@ from registry.generic.cache.stored import StoredObject
 from registry.generic.cache.watchers import OpenWatch
 from registry.generic.deletion import finalizers_for, mark_as_deleting, should_delete_during_update
 from registry.generic.keys import list_prefix, object_key, resource_prefix
-from registry.generic.managed_fields import FieldManager, update_managed_fields
+from registry.generic.managed_fields import FieldTracker
 from registry.generic.options import DeleteOptions, ListOptions, ObjectList, WatchOptions
 from registry.generic.storage_errors import interpret, parse_resource_version
 from registry.generic.strategy import Strategy
@@ -197,7 +197,7 @@ class Store:
         *,
         validate: ValidateObject = _allow,
         dry_run: bool = False,
-        manager: FieldManager | None = None,
+        manager: FieldTracker | None = None,
     ) -> HubObject:
         """Create `obj` (a hub object already through mutating admission).
 
@@ -275,7 +275,7 @@ class Store:
         force_allow_create: bool = False,
         dry_run: bool = False,
         strategy: Strategy | None = None,
-        manager: FieldManager | None = None,
+        manager: FieldTracker | None = None,
     ) -> tuple[HubObject, bool]:
         """Replace or patch one object; returns (object, created)."""
         strategy = strategy or self.strategy
@@ -330,10 +330,10 @@ class Store:
             raise interpret(e, self.resource, name) from e
         return self._decode(kv), created
 
-    def _track(self, live: HubObject | None, obj: HubObject, manager: FieldManager | None) -> None:
+    def _track(self, live: HubObject | None, obj: HubObject, manager: FieldTracker | None) -> None:
         """After the strategy prepared `obj`, so ownership follows what is actually stored."""
         if manager is not None:
-            update_managed_fields(self.codec, live, obj, manager)
+            manager.track(self.codec, live, obj)
 
     async def _get_or_none(self, key: str) -> st.KeyValue | None:
         try:

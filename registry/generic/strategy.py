@@ -45,6 +45,11 @@ class Strategy(Protocol):
     @property
     def validate_name(self) -> NameFn: ...
 
+    # kube's GetResetFields: top-level fields this endpoint never writes (the strategy restores them),
+    # so nobody owns them through it and server-side apply ignores them in conflicts.
+    @property
+    def reset_fields(self) -> tuple[str, ...]: ...
+
     def prepare_for_create(self, obj: HubObject) -> None: ...
     def prepare_for_update(self, obj: HubObject, old: HubObject) -> None: ...
     def validate(self, obj: HubObject) -> list[FieldError]: ...
@@ -80,6 +85,10 @@ class SpecStatusStrategy:
     allow_unconditional_update: bool = False
     empty_status: Callable[[], Any] | None = None
     validate_name: NameFn = name_is_dns_subdomain
+
+    @property
+    def reset_fields(self) -> tuple[str, ...]:
+        return ("status",) if self.has_status else ()
 
     def prepare_for_create(self, obj: Any) -> None:
         if self.has_status and self.empty_status is not None:
@@ -125,6 +134,8 @@ class StatusStrategy:
 
     allow_create_on_update: bool = False
     allow_unconditional_update: bool = False
+    # apiextensions' statusStrategy.GetResetFields.
+    reset_fields: tuple[str, ...] = ("metadata", "spec")
 
     def prepare_for_create(self, obj: Any) -> None:
         return None
@@ -171,6 +182,7 @@ class PlainStrategy:
     allow_create_on_update: bool = False
     allow_unconditional_update: bool = False
     validate_name: NameFn = name_is_path_segment
+    reset_fields: tuple[str, ...] = ()
 
     def prepare_for_create(self, obj: HubObject) -> None:
         return None

@@ -13,15 +13,26 @@ from aiohttp import web
 
 from apis.meta import errors
 from apis.meta.errors import StatusError
+from server.endpoints.apply import apply_object
 from server.endpoints.delete import delete_collection, delete_object
 from server.endpoints.read import get_object, list_objects
-from server.endpoints.scope import APIRegistry, ResourceScope
+from server.endpoints.scope import APPLY_PATCH, APIRegistry, ResourceScope
 from server.endpoints.watch import watch_objects
 from server.endpoints.write import create_object, patch_object, update_object
 from server.request_info import RequestInfo
 from server.request_state import REQUEST_INFO
 
 Handler = Callable[[web.Request, ResourceScope, RequestInfo], Awaitable[web.StreamResponse]]
+
+
+
+async def patch_or_apply(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.StreamResponse:
+    """One verb, two mechanisms: server-side apply is a PATCH with its own content type."""
+    content_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+    if content_type == APPLY_PATCH and APPLY_PATCH in scope.patch_types:
+        return await apply_object(request, scope, info)
+    return await patch_object(request, scope, info)
+
 
 _COLLECTION: dict[str, Handler] = {
     "list": list_objects,
@@ -33,10 +44,10 @@ _OBJECT: dict[str, Handler] = {
     "get": get_object,
     "watch": watch_objects,
     "update": update_object,
-    "patch": patch_object,
+    "patch": patch_or_apply,
     "delete": delete_object,
 }
-_SUBRESOURCE: dict[str, Handler] = {"get": get_object, "update": update_object, "patch": patch_object}
+_SUBRESOURCE: dict[str, Handler] = {"get": get_object, "update": update_object, "patch": patch_or_apply}
 
 API_REGISTRY = web.AppKey("api_registry", APIRegistry)
 

@@ -172,6 +172,11 @@ def dry_run(query: Mapping[str, str], kind: str) -> bool:
     return bool(values)
 
 
+def force(query: Mapping[str, str]) -> bool:
+    """PatchOptions.force (apply only; write.py refuses it on other patches)."""
+    return bool(_bool(query, "force"))
+
+
 def field_validation(query: Mapping[str, str], kind: str) -> str:
     """kube's default is Warn; kubectl sends Strict."""
     value = query.get("fieldValidation", "") or "Warn"

@@ -21,9 +21,10 @@ from server.request_info import RequestInfo
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
 # Listing SMP here also lists it in the OpenAPI `consumes` of every PATCH, which is what makes
 # client-side `kubectl apply` send strategic merge patches (built from the schema's patch metadata).
-PATCH_TYPES: tuple[str, ...] = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH)
+PATCH_TYPES: tuple[str, ...] = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from apis.meta.errors import GroupResource, StatusError, forbidden, internal_err
 from server.authz.interface import Authorizer, AuthzAttributes
 from server.filters.authentication import audit_annotations, user_of
 from server.filters.request_info import request_info_of
+from server.request_state import AUTHORIZER
 from server.responses import status_response
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ def authorization(authorizer: Authorizer) -> Middleware:
         if user is None:
             return status_response(internal_error("no user found for request"))
         attrs = AuthzAttributes(user, request_info_of(request))
+        request[AUTHORIZER] = authorizer
         decision = await authorizer.authorize(attrs)
         # An authorizer may hit an evaluation error and still allow, so the decision comes first.
         annotations = audit_annotations(request)

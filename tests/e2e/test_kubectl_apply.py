@@ -157,10 +157,3 @@ def test_get_hides_managed_fields_unless_asked(kubectl_server: ServerProcess) ->
         "kubectl-patch",
     }
 
-
-def test_server_side_apply_is_not_available(kubectl_server: ServerProcess) -> None:
-    result = kubectl_server.kubectl(
-        "apply", "--server-side", "-f", str(REPO / "examples" / "00-toppings.yaml"), check=False
-    )
-    assert result.returncode != 0
-    assert "Server-side apply not available on the server" in result.stderr

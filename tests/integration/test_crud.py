@@ -180,7 +180,6 @@ async def test_pizza_crud_across_namespaces(any_api, version: str) -> None:
 @pytest.mark.parametrize(
     "content_type",
     [
-        "application/apply-patch+yaml",
         "application/json",
         "text/plain",
     ],

@@ -235,14 +235,3 @@ async def test_invalid_result_is_422_invalid(api: Api, hawaii: dict[str, Any]) -
 async def test_missing_object_is_404(api: Api) -> None:
     r = await smp(api, api.pizzas_path("v1beta1", "nowhere"), {"metadata": {"labels": {"a": "b"}}})
     assert r.status == 404 and r.body["reason"] == "NotFound", r
-
-
-async def test_apply_patch_stays_unsupported(api: Api, hawaii: dict[str, Any]) -> None:
-    r = await api.patch(
-        api.pizzas_path("v1beta1", "hawaii"),
-        "metadata: {}",
-        "application/apply-patch+yaml",
-        params={"fieldManager": "m"},
-    )
-    assert r.status == 415, r
-    assert SMP in r.body["message"]

@@ -1,0 +1,202 @@
+"""PATCH with `application/apply-patch+yaml`: server-side apply, as k8s.io/apiserver's applyPatcher.
+
+The request part lives here (options, the body, kube's checks and their messages); the merge and the
+ownership bookkeeping are registry/generic/server_side_apply.py, generic over any kind and version.
+Order of checks, as kube's handler and field manager stack run them:
+
+1. PatchOptions: `fieldManager` is required (422 PatchOptions), `force` is allowed.
+2. The body is YAML (so JSON too): 400 `error decoding patch: …`.
+3. Inside the Store's retry loop, per attempt: the config's group/version/kind must be the
+   endpoint's (400 `invalid object type: g/v, Kind=K`), `metadata.managedFields` must be absent or
+   null (400), fields the schema does not know are pruned and reported per `fieldValidation`; then
+   the apply (409 with FieldManagerConflict causes), and a missing object is created (a `uid` in
+   the config is then a 409 `uid mismatch`).
+4. The merged object goes the way of every patch: decode (defaults, validation), mutating admission,
+   the strategy, validating admission, the store with the resourceVersion precondition (the config's
+   resourceVersion, if it sets one, wins the merge, so a stale one is a 409).
+
+Ownership is computed before admission, as kube's field manager runs before it: what webhooks and
+plugins change is owned by nobody.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+from aiohttp import web
+
+from apis.meta import errors
+from apis.meta.errors import GroupKind, StatusError
+from apis.meta.field import ErrorType, FieldError, Path, required
+from apis.meta.user import ANONYMOUS
+from apis.meta.validation import validate_field_manager
+from apis.runtime.kinds import HubObject
+from apis.schema.fieldset import FieldSet, field_element
+from apis.schema.prune import prune
+from apis.schema.validate import validate
+from registry.generic.admission import Operation
+from registry.generic.metadata import now_rfc3339
+from registry.generic.server_side_apply import (
+    AppliedFields,
+    ApplyConflicts,
+    ApplyRequest,
+    CodecTypes,
+    apply_config,
+)
+from server.authz.interface import AuthzAttributes
+from server.endpoints import body as bodies
+from server.endpoints.decode import decode_object
+from server.endpoints.query import dry_run, field_validation, force
+from server.endpoints.scope import ResourceScope
+from server.endpoints.write import _admit, _output, _respond, _set_namespace, _validator
+from server.request_info import RequestInfo
+from server.request_state import AUTHORIZER, USER
+
+
+def _apply_request(request: web.Request, scope: ResourceScope, info: RequestInfo) -> ApplyRequest:
+    """ValidatePatchOptions for an apply patch."""
+    name = request.query.get("fieldManager", "")
+    errs: list[FieldError] = []
+    if not name:
+        errs.append(required(Path("fieldManager"), "is required for apply patch"))
+    errs += validate_field_manager(name, Path("fieldManager"))
+    if errs:
+        raise errors.invalid(GroupKind("meta.k8s.io", "PatchOptions"), "", errs)
+    strategy = scope.subresources.get(info.subresource) or scope.store.strategy
+    reset = FieldSet.of(*((field_element(f),) for f in strategy.reset_fields))
+    return ApplyRequest(
+        manager=name,
+        api_version=scope.api_version,
+        subresource=info.subresource,
+        force=force(request.query),
+        reset=reset,
+    )
+
+
+def _config(
+    scope: ResourceScope, document: Any, validation: str, duplicates: list[str]
+) -> tuple[dict[str, Any], list[str]]:
+    """versionCheckManager and structuredMergeManager's checks, then the schema's view of the config."""
+    data = document if isinstance(document, dict) else {}
+    meta = data.get("metadata")
+    api_version, kind = str(data.get("apiVersion") or ""), str(data.get("kind") or "")
+    if api_version != scope.api_version or kind != scope.kind.kind:
+        group, _, version = api_version.rpartition("/")
+        raise errors.bad_request(f"invalid object type: {group}/{version}, Kind={kind}")
+    if isinstance(meta, dict) and meta.get("managedFields") is not None:
+        raise errors.bad_request("metadata.managedFields must be nil")
+    schema = scope.kind.versions[scope.version].schema
+    unknown = prune(data, schema)
+    warnings: list[str] = []
+    if validation == "Strict" and duplicates:
+        raise errors.bad_request(
+            "error strict decoding patch: " + ", ".join(f'duplicate field "{d}"' for d in duplicates)
+        )
+    if unknown:
+        if validation == "Strict":
+            raise errors.bad_request(
+                "strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown)
+            )
+        if validation == "Warn":
+            warnings += [f'unknown field "{f}"' for f in unknown]
+    if validation == "Warn":
+        warnings += [f'duplicate field "{d}"' for d in duplicates]
+    # SMD types the config against the schema before merging: a wrongly typed value is refused.
+    type_errors = [e for e in validate(data, schema) if e.type is ErrorType.TYPE_INVALID]
+    if type_errors:
+        name = meta.get("name", "") if isinstance(meta, dict) else ""
+        raise errors.invalid(scope.group_kind, str(name), type_errors)
+    return data, warnings
+
+
+def _drop_nulls(value: Any) -> Any:
+    """apiextensions prunes nulls of non-nullable fields before defaulting; none of ours are nullable."""
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
+
+
+async def apply_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    output = _output(request)
+    apply = _apply_request(request, scope, info)
+    dry = dry_run(request.query, "PatchOptions")
+    validation = field_validation(request.query, "PatchOptions")
+    raw = await bodies.read_body(request)
+    try:
+        document, duplicates = bodies.decode(raw, bodies.YAML_TYPE, track_duplicates=validation != "Ignore")
+    except StatusError as e:
+        raise errors.bad_request(
+            e.message.replace("error decoding body:", "error decoding patch:", 1)
+        ) from None
+    document = bodies.plain(document)
+    user = request.get(USER, ANONYMOUS)
+    tracker = AppliedFields()
+    types = CodecTypes(scope.codec)
+    warnings: list[str] = []
+
+    async def updated(old: HubObject | None) -> HubObject:
+        nonlocal warnings
+        config, warnings = _config(scope, copy.deepcopy(document), validation, duplicates)
+        live = scope.codec.to_version(old, scope.version) if old is not None else None
+        try:
+            result = apply_config(types, live, config, apply, now=now_rfc3339())
+        except ApplyConflicts as e:
+            raise e.status() from None
+        except ValueError as e:  # a config SMD cannot type (e.g. two map-list items with one key)
+            raise errors.bad_request(f"failed to create typed patch object ({_gvk(scope)}): {e}") from None
+        tracker.entries = result.managed_fields
+        merged = _drop_nulls(result.object)
+        merged.get("metadata", {}).pop("managedFields", None)
+        if old is None and (merged.get("metadata") or {}).get("uid"):
+            raise errors.conflict(
+                scope.resource,
+                info.name,
+                f"uid mismatch: the provided object specified uid {merged['metadata']['uid']}, "
+                "and no existing object was found",
+            )
+        obj, _ = decode_object(scope, merged, field_validation="Ignore")
+        _set_namespace(scope, obj, info)
+        operation = Operation.CREATE if old is None else Operation.UPDATE
+        return await _admit(scope, scope.attributes(info, user, operation, obj, old, dry_run=dry))
+
+    validate_write = _validator(scope, request, info, dry=dry)
+
+    async def validate_create(obj: HubObject, old: HubObject | None) -> None:
+        await _authorize_create(request, scope, info)
+        await validate_write(obj, old)
+
+    result, created = await scope.store.update(
+        info.namespace,
+        info.name,
+        updated,
+        validate_create=validate_create,
+        validate_update=validate_write,
+        force_allow_create=not info.subresource,
+        dry_run=dry,
+        strategy=scope.subresources.get(info.subresource),
+        manager=tracker,
+    )
+    return _respond(output, scope, result, 201 if created else 200, warnings)
+
+
+async def _authorize_create(request: web.Request, scope: ResourceScope, info: RequestInfo) -> None:
+    """withAuthorization: a patch that creates needs `create` too (checked once the object is built,
+    before validating admission), 403 `<resource> "<name>" is forbidden: <reason>` otherwise."""
+    authorizer = request.get(AUTHORIZER)
+    if authorizer is None:
+        return  # an application built without the authorization filter authorizes nothing
+    attrs = AuthzAttributes(request.get(USER, ANONYMOUS), dataclasses.replace(info, verb="create"))
+    decision = await authorizer.authorize(attrs)
+    if decision.allowed:
+        return
+    if decision.error:
+        raise errors.internal_error(decision.error)
+    raise errors.forbidden(scope.resource, info.name, decision.reason)
+
+
+def _gvk(scope: ResourceScope) -> str:
+    return f"{scope.api_version}, Kind={scope.kind.kind}"
