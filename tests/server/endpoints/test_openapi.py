@@ -18,7 +18,7 @@ from server.endpoints.openapi import (
     openapi_v3_group_version,
     openapi_v3_index,
 )
-from server.endpoints.openapi_paths import operation_id_and_tag
+from server.endpoints.openapi.operations import operation_id_and_tag
 from server.endpoints.scope import JSON_PATCH, MERGE_PATCH
 from tests.server.endpoints.example_group import EXAMPLE
 

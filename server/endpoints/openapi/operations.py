@@ -3,7 +3,7 @@
 Mirrors what k8s.io/apiserver's installer registers for a Store with a status subresource
 (endpoints/installer.go registerResourceHandlers): the same paths (including the deprecated /watch/
 ones), operation names, descriptions, query parameters (from the *Options structs), bodies and
-responses. openapi_v2 and openapi_v3 only render this model, so both documents list the same
+responses. v2.py and v3.py only render this model, so both documents list the same
 operations and kubectl's "does PATCH accept fieldValidation" check sees the same answer in either.
 """
 
@@ -13,9 +13,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from apis.runtime.kinds import GroupInfo, KindInfo
-from server.endpoints import openapi_meta as meta
-from server.endpoints import openapi_params as opts
-from server.endpoints.openapi_params import Param
+from server.endpoints.openapi import meta
+from server.endpoints.openapi import params as opts
+from server.endpoints.openapi.params import Param
 
 JSON = "application/json"
 YAML = "application/yaml"
