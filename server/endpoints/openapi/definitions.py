@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from apis.runtime.kinds import GroupInfo
-from server.endpoints.openapi import meta
+from server.endpoints.openapi import autoscaling, meta
 from server.endpoints.openapi.operations import definition_name
 
 # info.title of both documents, as k8s.io/apiserver's generic server sets it.
@@ -36,4 +36,6 @@ def kind_definitions(
         out[list_name] = meta.list_schema(
             group.group, version, kind.kind, kind.list_kind, kind.resource, name
         )
+        if kind.scale is not None:
+            out.update(autoscaling.definitions())
     return out

@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from apis.runtime.kinds import GroupInfo, KindInfo
-from server.endpoints.openapi import meta
+from server.endpoints.openapi import autoscaling, meta
 from server.endpoints.openapi import params as opts
 from server.endpoints.openapi.params import Param
 
@@ -154,6 +154,9 @@ def _operation(
     namespaced = "Namespaced" if kind.namespaced and not route.all_namespaces else ""
     suffix = "ForAllNamespaces" if route.all_namespaces else ""
     obj, obj_list = definition_name(group, version, k), definition_name(group, version, kind.list_kind)
+    gvk = kind.subresource_kind(group, version, sub)
+    if gvk != (group, version, k):  # /scale reads and writes autoscaling/v1 Scale
+        obj = autoscaling.SCALE
     ok, created = Response(200, "OK", obj), Response(201, "Created", obj)
     body_types: tuple[str, ...] = BODY_TYPES
     body: str | None = None
@@ -238,7 +241,7 @@ def _operation(
         tag=tag,
         description=desc,
         action=action,
-        gvk=(group, version, k),
+        gvk=gvk,
         params=(opts.PRETTY, *params, *route.path_params),
         body=body,
         body_required=body_required,

@@ -220,7 +220,7 @@ def test_v2_patch_consumes_exactly_patch_types() -> None:
     types = (*PATCH_TYPES, "application/strategic-merge-patch+json", "application/apply-patch+yaml")
     doc = openapi_v2([GROUP], patch_types=types, version_info={})
     patches = [item["patch"] for item in doc["paths"].values() if "patch" in item]
-    assert len(patches) == 6  # two kinds, pizzas/status, two versions
+    assert len(patches) == 8  # two kinds, pizzas/status, pizzas/scale, two versions
     assert all(op["consumes"] == list(types) for op in patches)
 
 
