@@ -364,3 +364,29 @@ def test_v3_index_hashes_the_served_bytes(example_group: GroupInfo) -> None:
     other = openapi_v3_index([GROUP], patch_types=(*PATCH_TYPES, "application/apply-patch+yaml"))
     key = f"apis/{GROUP.group}/v1beta1"
     assert other["paths"][key] != index["paths"][key]
+
+
+def test_scale_subresource_is_documented_as_autoscaling_v1_scale() -> None:
+    """kube's CRD builder: /scale operations read and write io.k8s.api.autoscaling.v1.Scale."""
+    doc = openapi_v2([GROUP], patch_types=PATCH_TYPES, version_info={})
+    item = doc["paths"][f"/apis/{GROUP.group}/v1beta1/namespaces/{{namespace}}/pizzas/{{name}}/scale"]
+    assert set(item) == {"get", "put", "patch", "parameters"}
+    scale_ref = "#/definitions/io.k8s.api.autoscaling.v1.Scale"
+    assert item["get"]["operationId"] == "readRestaurantProgrammingKubernetesInfoV1beta1NamespacedPizzaScale"
+    assert item["get"]["responses"]["200"]["schema"] == {"$ref": scale_ref}
+    shared = {"#/parameters/" + name: p for name, p in doc["parameters"].items()}
+    body = next(p for p in (shared[r["$ref"]] for r in item["put"]["parameters"]) if p["in"] == "body")
+    assert body["schema"] == {"$ref": scale_ref}
+    for op in ("get", "put", "patch"):
+        assert item[op]["x-kubernetes-group-version-kind"] == {
+            "group": "autoscaling",
+            "version": "v1",
+            "kind": "Scale",
+        }
+    scale = doc["definitions"]["io.k8s.api.autoscaling.v1.Scale"]
+    assert scale["x-kubernetes-group-version-kind"] == [
+        {"group": "autoscaling", "kind": "Scale", "version": "v1"}
+    ]
+    assert doc["definitions"]["io.k8s.api.autoscaling.v1.ScaleStatus"]["required"] == ["replicas"]
+    v3 = openapi_v3_group_version(GROUP, "v1alpha1", patch_types=PATCH_TYPES)
+    assert "io.k8s.api.autoscaling.v1.Scale" in v3["components"]["schemas"]
