@@ -12,6 +12,7 @@ here yet (415): it will compute its Scale through the same `update_scale`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -47,7 +48,7 @@ def _pretty(request: web.Request) -> bool:
     return request.query.get("pretty", "") in ("1", "true", "True")
 
 
-def _respond(request: web.Request, scale: dict[str, Any], warnings: list[str] = ()) -> web.Response:  # type: ignore[assignment]
+def _respond(request: web.Request, scale: dict[str, Any], warnings: Sequence[str] = ()) -> web.Response:
     output = negotiate_output(request.headers.get("Accept"), allow_transforms=())
     response = object_response(scale, content_type=output.content_type, pretty=_pretty(request))
     for text in warnings:
@@ -81,7 +82,10 @@ def decode_scale(
         if validation == "Warn":
             warnings = found
     type_errors = validate(data, autoscaling.SCALE_SCHEMA)
-    replicas = (data.get("spec") or {}).get("replicas", 0)
+    spec = data.get("spec") or {}
+    replicas = spec.get("replicas", 0)
+    if isinstance(replicas, float) and replicas.is_integer():  # 2.0 is the integer 2 in JSON
+        replicas = spec["replicas"] = int(replicas)
     if not type_errors and not -(2**31) <= replicas <= autoscaling.MAX_INT32:
         type_errors = [invalid("spec.replicas", replicas, "value out of range for int32")]
     if type_errors:
