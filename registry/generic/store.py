@@ -229,13 +229,13 @@ class Store:
             return self._with_rv(obj, kv.mod_revision)
         raise AssertionError("unreachable")
 
-    def _scale_errors(self, obj: HubObject) -> list[FieldError]:
+    def _scale_errors(self, obj: HubObject) -> tuple[FieldError, ...]:
         """A kind with a scale subresource keeps its replicas and selector readable as a Scale on
         every write, whichever endpoint it came through (apiextensions' ValidateScaleSpec/Status)."""
         scale = self.codec.kind.scale
         if scale is None:
-            return []
-        return validate_scale_spec(obj, scale) + validate_scale_status(obj, scale)
+            return ()
+        return (*validate_scale_spec(obj, scale), *validate_scale_status(obj, scale))
 
     async def _require_absent(self, key: str, name: str) -> None:
         """A dry-run create collides like a real one (kube's DryRunnableStorage.Create: KeyExists)."""

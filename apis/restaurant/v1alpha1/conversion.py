@@ -40,7 +40,9 @@ def pizza_up(obj: dict[str, Any]) -> dict[str, Any]:
     toppings = [{"name": name, "quantity": quantity} for name, quantity in portions.items()]
     out = {**obj, "spec": {**spec, "toppings": toppings}}
     metadata = obj.get("metadata")
-    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    if not isinstance(metadata, dict):
+        return out
+    annotations = metadata.get("annotations")
     if not isinstance(annotations, dict) or not any(key in annotations for _, key in _REPLICAS):
         return out
     annotations = dict(annotations)
