@@ -19,6 +19,7 @@ from apis.restaurant import v1alpha1, v1beta1
 from apis.restaurant.tables import PIZZA_COLUMNS, TOPPING_COLUMNS
 from apis.runtime.declare import declare_kind
 from apis.runtime.hub_shape import nested_class
+from apis.runtime.scale import ScaleSubresource
 
 GROUP_NAME = "restaurant.programming-kubernetes.info"
 # v1beta1 is the version objects are stored in (the book's SetVersionPriority(v1beta1, v1alpha1)).
@@ -45,6 +46,8 @@ PIZZA_KIND, _pizza = declare_kind(
     names={"spec.toppings": "PizzaTopping"},
     columns=PIZZA_COLUMNS,
     subresources=("status",),
+    # kubectl scale / an HPA set spec.replicas; a controller reports the baked ones in status.
+    scale=ScaleSubresource(spec_replicas_path=".spec.replicas", status_replicas_path=".status.replicas"),
 )
 
 if TYPE_CHECKING:

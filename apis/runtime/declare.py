@@ -21,6 +21,7 @@ from typing import Any
 from apis.runtime.hub_shape import HubShape, hub_shape
 from apis.runtime.kinds import Column, HubObject, KindInfo, VersionedKind
 from apis.runtime.lifecycle import Lifecycle
+from apis.runtime.scale import ScaleSubresource
 
 JsonTransform = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -68,12 +69,16 @@ def declare_kind(
     short_names: tuple[str, ...] = (),
     columns: tuple[Column, ...] | None = None,
     subresources: tuple[str, ...] = (),
+    scale: ScaleSubresource | None = None,
 ) -> tuple[KindInfo, type]:
     """The kind's KindInfo and its generated hub class (`module` names where the class is declared).
 
     `versions` in priority order; `hub_version` is the one whose schema the hub has the shape of.
     `names` names nested hub classes by property path (`{"spec.toppings": "PizzaTopping"}`).
+    `scale` serves `<resource>/scale` (its paths in the hub's shape) and adds "scale" to `subresources`.
     """
+    if scale is not None and "scale" not in subresources:
+        subresources = (*subresources, "scale")
     shape = hub_shape(kind, versions[hub_version].schema, module, names)
     info = KindInfo(
         kind=kind,
@@ -86,5 +91,6 @@ def declare_kind(
         short_names=short_names,
         columns=columns,
         subresources=subresources,
+        scale=scale,
     )
     return info, shape.cls

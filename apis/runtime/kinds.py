@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from apis.autoscaling import v1 as autoscaling
 from apis.runtime.lifecycle import Lifecycle
+
+if TYPE_CHECKING:  # scale.py reads hub objects, which are declared here
+    from apis.runtime.scale import ScaleSubresource
 
 
 @runtime_checkable
@@ -87,8 +91,17 @@ class KindInfo:
     # means the kind has no convertor of its own and gets k8s.io/apiserver's DefaultTableConvertor
     # (Name, "Created At"), as sample-apiserver's kinds do.
     columns: tuple[Column, ...] | None = None
-    # Subresources served for this kind (e.g. "status").
+    # Subresources served for this kind (e.g. "status", "scale").
     subresources: tuple[str, ...] = ()
+    # Where the scale subresource finds replicas and selector (a CRD's subresources.scale).
+    scale: ScaleSubresource | None = None
+
+    def subresource_kind(self, group: str, version: str, subresource: str) -> tuple[str, str, str]:
+        """(group, version, kind) a subresource speaks: the kind's own, but autoscaling/v1 Scale for
+        /scale, as discovery and OpenAPI report it."""
+        if subresource == "scale":
+            return autoscaling.GROUP, autoscaling.VERSION, autoscaling.KIND
+        return group, version, self.kind
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,11 @@ from dataclasses import dataclass, replace
 
 from apis.meta import errors
 from apis.meta.errors import GroupKind, GroupResource, StatusError
-from apis.meta.field import invalid
+from apis.meta.field import FieldError, invalid
 from apis.meta.validation import validate_object_meta, validate_object_meta_update
 from apis.runtime.codec import Codec
 from apis.runtime.kinds import HubObject
+from apis.runtime.scale import validate_scale_spec, validate_scale_status
 from registry.generic import metadata, paging
 from registry.generic.cache.feed import Unserved
 from registry.generic.cache.resource_cache import ResourceCache
@@ -187,6 +188,7 @@ class Store:
             obj.metadata, namespaced=self.strategy.namespaced, name_fn=self.strategy.validate_name
         )
         errs += self.strategy.validate(obj)
+        errs += self._scale_errors(obj)
         if errs:
             raise errors.invalid(self.group_kind, obj.metadata.get("name") or "", errs)
         self.strategy.canonicalize(obj)
@@ -226,6 +228,14 @@ class Store:
                 raise interpret(e, self.resource, name) from e
             return self._with_rv(obj, kv.mod_revision)
         raise AssertionError("unreachable")
+
+    def _scale_errors(self, obj: HubObject) -> tuple[FieldError, ...]:
+        """A kind with a scale subresource keeps its replicas and selector readable as a Scale on
+        every write, whichever endpoint it came through (apiextensions' ValidateScaleSpec/Status)."""
+        scale = self.codec.kind.scale
+        if scale is None:
+            return ()
+        return (*validate_scale_spec(obj, scale), *validate_scale_status(obj, scale))
 
     async def _require_absent(self, key: str, name: str) -> None:
         """A dry-run create collides like a real one (kube's DryRunnableStorage.Create: KeyExists)."""
@@ -308,6 +318,7 @@ class Store:
                 obj.metadata, namespaced=self.strategy.namespaced, name_fn=self.strategy.validate_name
             )
             errs += strategy.validate_update(obj, old)
+            errs += self._scale_errors(obj)
             if errs:
                 raise errors.invalid(self.group_kind, name, errs)
             strategy.canonicalize(obj)

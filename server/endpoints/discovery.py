@@ -106,16 +106,19 @@ def api_resource_list(group: GroupInfo, version: str) -> dict[str, Any]:
         entry["storageVersionHash"] = storage_version_hash(group.group, kind.storage_version, kind.kind)
         resources.append(entry)
         for sub in sorted(kind.subresources):
-            # Subresource storage has no singular name and no storage version of its own.
-            resources.append(
-                {
-                    "name": f"{kind.resource}/{sub}",
-                    "singularName": "",
-                    "namespaced": kind.namespaced,
-                    "kind": kind.kind,
-                    "verbs": list(SUBRESOURCE_VERBS),
-                }
-            )
+            # Subresource storage has no singular name and no storage version of its own; one that
+            # speaks another kind (/scale: autoscaling/v1 Scale) names its group and version.
+            sub_group, sub_version, sub_kind = kind.subresource_kind(group.group, version, sub)
+            sub_entry: dict[str, Any] = {
+                "name": f"{kind.resource}/{sub}",
+                "singularName": "",
+                "namespaced": kind.namespaced,
+            }
+            if (sub_group, sub_version) != (group.group, version):
+                sub_entry["group"], sub_entry["version"] = sub_group, sub_version
+            sub_entry["kind"] = sub_kind
+            sub_entry["verbs"] = list(SUBRESOURCE_VERBS)
+            resources.append(sub_entry)
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
@@ -144,7 +147,7 @@ def _resource_discovery(group: GroupInfo, version: str, kind: KindInfo) -> dict[
         entry["subresources"] = [
             {
                 "subresource": sub,
-                "responseKind": _response_kind(group.group, version, kind.kind),
+                "responseKind": _response_kind(*kind.subresource_kind(group.group, version, sub)),
                 "verbs": list(SUBRESOURCE_VERBS),
             }
             for sub in sorted(kind.subresources)

@@ -16,6 +16,7 @@ from apis.meta.errors import StatusError
 from server.endpoints.apply import apply_object
 from server.endpoints.delete import delete_collection, delete_object
 from server.endpoints.read import get_object, list_objects
+from server.endpoints.scale import get_scale, patch_scale, replace_scale
 from server.endpoints.scope import APPLY_PATCH, APIRegistry, ResourceScope
 from server.endpoints.watch import watch_objects
 from server.endpoints.write import create_object, patch_object, update_object
@@ -48,6 +49,8 @@ _OBJECT: dict[str, Handler] = {
     "delete": delete_object,
 }
 _SUBRESOURCE: dict[str, Handler] = {"get": get_object, "update": update_object, "patch": patch_or_apply}
+# /scale speaks autoscaling/v1 Scale, not the kind (a kind declares it: KindInfo.scale).
+_SCALE: dict[str, Handler] = {"get": get_scale, "update": replace_scale, "patch": patch_scale}
 
 API_REGISTRY = web.AppKey("api_registry", APIRegistry)
 
@@ -60,7 +63,9 @@ def _handler_for(scope: ResourceScope, info: RequestInfo) -> Handler:
     namespaced = scope.kind.namespaced
     if info.namespace and not namespaced:
         raise path_not_found()
-    if info.subresource:
+    if info.subresource == "scale" and scope.kind.scale is not None:
+        table = _SCALE
+    elif info.subresource:
         if info.subresource not in scope.subresources:
             raise path_not_found()
         table = _SUBRESOURCE

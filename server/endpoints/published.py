@@ -1,7 +1,8 @@
 """Handlers for what the server publishes about itself: discovery and OpenAPI.
 
 The documents depend only on the installed groups, so they are built once at start and served as
-bytes. Aggregated discovery is answered only when the Accept header asks for it, with exactly that
+bytes; the OpenAPI ones in every format kube-openapi offers (openapi/serving.py, protobuf encoded once
+on first request). Aggregated discovery is answered only when the Accept header asks for it, with exactly that
 content type: kube-aggregator trusts the content type, and a mismatch breaks discovery cluster-wide.
 """
 
@@ -16,6 +17,8 @@ from apis.runtime.kinds import GroupInfo
 from server.endpoints import discovery
 from server.endpoints.dispatch import path_not_found
 from server.endpoints.openapi import encode_document, openapi_v2, openapi_v3_group_version, openapi_v3_index
+from server.endpoints.openapi.gnostic.encode import encode_v2, encode_v3
+from server.endpoints.openapi.serving import ServedDocument, serve
 from server.responses import JSON
 
 
@@ -25,9 +28,9 @@ class PublishedDocuments:
     aggregated: dict[str, bytes]  # by discovery version ("v2", "v2beta1")
     groups: dict[str, bytes]
     resource_lists: dict[tuple[str, str], bytes]
-    openapi_v2: bytes
-    openapi_v3_index: bytes
-    openapi_v3: dict[tuple[str, str], bytes]
+    openapi_v2: ServedDocument
+    openapi_v3_index: ServedDocument
+    openapi_v3: dict[tuple[str, str], ServedDocument]
 
 
 def build_documents(
@@ -43,10 +46,14 @@ def build_documents(
         resource_lists={
             (g.group, v): orjson.dumps(discovery.api_resource_list(g, v)) for g in groups for v in g.versions
         },
-        openapi_v2=orjson.dumps(openapi_v2(groups, patch_types=patch_types, version_info=version_info)),
-        openapi_v3_index=orjson.dumps(openapi_v3_index(groups, patch_types=patch_types)),
+        openapi_v2=ServedDocument(
+            orjson.dumps(openapi_v2(groups, patch_types=patch_types, version_info=version_info)), encode_v2
+        ),
+        openapi_v3_index=ServedDocument(orjson.dumps(openapi_v3_index(groups, patch_types=patch_types))),
         openapi_v3={
-            (g.group, v): encode_document(openapi_v3_group_version(g, v, patch_types=patch_types))
+            (g.group, v): ServedDocument(
+                encode_document(openapi_v3_group_version(g, v, patch_types=patch_types)), encode_v3
+            )
             for g in groups
             for v in g.versions
         },
@@ -87,21 +94,22 @@ async def api_resource_list(request: web.Request) -> web.Response:
     return _json(body)
 
 
-async def openapi_v2_document(request: web.Request) -> web.Response:
-    return _json(request.app[DOCUMENTS].openapi_v2)
+async def openapi_v2_document(request: web.Request) -> web.StreamResponse:
+    return await serve(request, request.app[DOCUMENTS].openapi_v2, "v2")
 
 
-async def openapi_v3_paths(request: web.Request) -> web.Response:
-    return _json(request.app[DOCUMENTS].openapi_v3_index)
+async def openapi_v3_paths(request: web.Request) -> web.StreamResponse:
+    return await serve(request, request.app[DOCUMENTS].openapi_v3_index, None)
 
 
-async def openapi_v3_document(request: web.Request) -> web.Response:
-    key = (request.match_info["group"], request.match_info["version"])
-    body = request.app[DOCUMENTS].openapi_v3.get(key)
-    if body is None:
+async def openapi_v3_document(request: web.Request) -> web.StreamResponse:
+    group, version = request.match_info["group"], request.match_info["version"]
+    document = request.app[DOCUMENTS].openapi_v3.get((group, version))
+    if document is None:
         raise path_not_found()
-    response = _json(body)
-    if request.query.get("hash"):
-        # The URL carries the content hash, so clients may cache it for good (kube does the same).
-        response.headers["Cache-Control"] = "public, immutable"
-    return response
+    wanted = request.query.get("hash", "")
+    if wanted and wanted != document.etag:
+        # A stale hash: kube-openapi redirects to the URL of the document it serves now.
+        location = f"/openapi/v3/apis/{group}/{version}?hash={document.etag}"
+        raise web.HTTPMovedPermanently(location, headers={"Vary": "Accept"})
+    return await serve(request, document, "v3", immutable=bool(wanted))

@@ -17,7 +17,7 @@ from typing import Any
 
 from apis.meta import errors
 from apis.runtime.kinds import Column, KindInfo
-from server.endpoints.openapi_meta import CREATION_TIMESTAMP_DESCRIPTION, OBJECT_META_NAME_DESCRIPTION
+from server.endpoints.openapi.meta import CREATION_TIMESTAMP_DESCRIPTION, OBJECT_META_NAME_DESCRIPTION
 
 META_GROUP = "meta.k8s.io"
 TABLE_VERSIONS = ("v1", "v1beta1")

@@ -99,6 +99,7 @@ async def test_a_user_without_rights_is_refused_every_verb(
         ("DELETE", f"{PIZZAS}/margherita", None, "delete"),
         ("DELETE", PIZZAS, None, "deletecollection"),
         ("GET", f"{TOPPINGS}/salami", None, "get"),
+        ("PATCH", f"{PIZZAS}/margherita/scale", {"spec": {"replicas": 2}}, "patch"),
         ("PUT", f"{PIZZAS}/margherita/status", {"kind": "Pizza"}, "update"),
     ]
     async with delegated_server(tmp_path / "data", plane) as server:
@@ -113,6 +114,8 @@ async def test_a_user_without_rights_is_refused_every_verb(
             attributes = reviewed(plane)[-1]["resourceAttributes"]
             assert attributes["verb"] == verb
             assert attributes["group"] == GROUP and attributes["version"] == "v1beta1"
+            if path.endswith("/scale"):  # the subresource is what is authorized (pizzas/scale)
+                assert (attributes["resource"], attributes["subresource"]) == ("pizzas", "scale")
         assert reviewed(plane)[-1]["resourceAttributes"] == {
             "namespace": "default",
             "verb": "update",

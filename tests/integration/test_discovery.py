@@ -72,8 +72,13 @@ async def test_apis_aggregated(api, accept: str, version: str) -> None:
         assert pizzas["scope"] == "Namespaced" and toppings["scope"] == "Cluster"
         assert pizzas["responseKind"] == {"group": GROUP, "version": v["version"], "kind": "Pizza"}
         assert pizzas["verbs"] == VERBS
-        assert [s["subresource"] for s in pizzas["subresources"]] == ["status"]
-        assert pizzas["subresources"][0]["verbs"] == ["get", "patch", "update"]
+        assert [s["subresource"] for s in pizzas["subresources"]] == ["scale", "status"]
+        assert all(s["verbs"] == ["get", "patch", "update"] for s in pizzas["subresources"])
+        assert pizzas["subresources"][0]["responseKind"] == {
+            "group": "autoscaling",
+            "version": "v1",
+            "kind": "Scale",
+        }
         assert "subresources" not in toppings or not toppings["subresources"]
 
 
@@ -101,7 +106,7 @@ async def test_api_resource_list(api, version: str) -> None:
         f"{GROUP}/{version}",
     )
     by_name = {res["name"]: res for res in body["resources"]}
-    assert set(by_name) == {"pizzas", "pizzas/status", "toppings"}
+    assert set(by_name) == {"pizzas", "pizzas/scale", "pizzas/status", "toppings"}
     assert by_name["pizzas"]["namespaced"] is True
     assert by_name["pizzas"]["kind"] == "Pizza"
     assert by_name["pizzas"]["singularName"] == "pizza"
@@ -130,7 +135,7 @@ async def test_api_resource_list(api, version: str) -> None:
         f"/apis/{GROUP}/v3/toppings",
         "/apis/no.such.group/v1/toppings",
         f"/apis/{GROUP}/v1beta1/toppings/x/status",
-        f"/apis/{GROUP}/v1beta1/namespaces/default/pizzas/x/scale",
+        f"/apis/{GROUP}/v1beta1/toppings/x/scale",  # only pizzas declare a scale subresource
     ],
 )
 async def test_unknown_paths_are_404_status(api, path: str) -> None:

@@ -39,7 +39,8 @@ def names(pizza: dict[str, Any]) -> list[tuple[str, int]]:
 async def test_openapi_lists_strategic_merge_patch_for_every_patch(api: Api) -> None:
     v2 = (await api.get("/openapi/v2")).body
     patches = [ops["patch"] for path, ops in v2["paths"].items() if GROUP in path and "patch" in ops]
-    assert len(patches) == 6  # 2 versions x (toppings/{name}, pizzas/{name}, pizzas/{name}/status)
+    # 2 versions x (toppings/{name}, pizzas/{name}, pizzas/{name}/status, pizzas/{name}/scale)
+    assert len(patches) == 8
     assert all(SMP in p["consumes"] for p in patches)
     v3 = (await api.get(f"/openapi/v3/apis/{GROUP}/v1beta1")).body
     patch = v3["paths"][f"/apis/{GROUP}/v1beta1/namespaces/{{namespace}}/pizzas/{{name}}"]["patch"]

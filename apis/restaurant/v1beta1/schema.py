@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from apis.meta.schemas import object_schema
-from apis.restaurant.validation import MAX_QUANTITY, MAX_TOPPINGS
+from apis.restaurant.validation import MAX_QUANTITY, MAX_REPLICAS, MAX_TOPPINGS
 
 DEFAULT_QUANTITY = 1
 DEFAULT_TOPPINGS: tuple[tuple[str, int], ...] = (("salami", 1), ("mozzarella", 1), ("tomato", 1))
@@ -83,6 +83,16 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
                     "x-kubernetes-patch-strategy": "merge",
                     "default": [{"name": name, "quantity": quantity} for name, quantity in DEFAULT_TOPPINGS],
                 },
+                # No default: a pizza nobody asked to bake in numbers has none (and /scale says so).
+                "replicas": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_REPLICAS,
+                    "description": (
+                        "replicas is how many of this pizza to bake; the scale subresource "
+                        f"(kubectl scale) sets it. At most {MAX_REPLICAS}."
+                    ),
+                },
             },
         },
         "status": {
@@ -93,6 +103,11 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
                     "type": "number",
                     "minimum": 0,
                     "description": "cost is the cost of the whole pizza including all toppings.",
+                },
+                "replicas": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "replicas is how many of this pizza are baked.",
                 },
             },
         },

@@ -39,7 +39,7 @@ def test_names_scope_and_subresources() -> None:
         "pizza",
     )
     assert PIZZA_KIND.namespaced is True
-    assert PIZZA_KIND.subresources == ("status",)
+    assert PIZZA_KIND.subresources == ("status", "scale")
     for kind in GROUP.kinds:
         assert kind.short_names == () and kind.categories == ()
 

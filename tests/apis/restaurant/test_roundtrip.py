@@ -36,7 +36,9 @@ def metadata(draw: st.DrawFn, namespaced: bool) -> dict[str, Any]:
     if draw(st.booleans()):
         meta["labels"] = draw(st.dictionaries(_DNS_LABEL, _LABEL_VALUES, max_size=3))
     if draw(st.booleans()):
-        meta["annotations"] = draw(st.dictionaries(_DNS_LABEL, st.text(max_size=20), max_size=3))
+        # min_size=1: an empty map and no map are the same ObjectMeta (omitempty), and v1alpha1's
+        # replicas annotations do not keep them apart.
+        meta["annotations"] = draw(st.dictionaries(_DNS_LABEL, st.text(max_size=20), min_size=1, max_size=3))
     if draw(st.booleans()):
         meta["resourceVersion"] = str(draw(st.integers(min_value=1, max_value=10**12)))
         meta["uid"] = str(draw(st.uuids()))
@@ -56,8 +58,8 @@ pizza_toppings = st.lists(_TOPPING_NAMES, unique=True, max_size=6).flatmap(
 pizzas = st.builds(
     Pizza,
     metadata=metadata(namespaced=True),
-    spec=st.builds(PizzaSpec, toppings=pizza_toppings),
-    status=st.builds(PizzaStatus, cost=st.none() | _COSTS),
+    spec=st.builds(PizzaSpec, toppings=pizza_toppings, replicas=st.none() | st.integers(0, 100)),
+    status=st.builds(PizzaStatus, cost=st.none() | _COSTS, replicas=st.none() | st.integers(0, 10**6)),
 )
 
 toppings = st.builds(Topping, metadata=metadata(namespaced=False), spec=st.builds(ToppingSpec, cost=_COSTS))

@@ -60,7 +60,7 @@ def test_api_resource_list_for_restaurant() -> None:
     assert doc["kind"] == "APIResourceList" and doc["apiVersion"] == "v1"
     assert doc["groupVersion"] == f"{GROUP.group}/v1beta1"
     by_name = {r["name"]: r for r in doc["resources"]}
-    assert list(by_name) == ["pizzas", "pizzas/status", "toppings"]
+    assert list(by_name) == ["pizzas", "pizzas/scale", "pizzas/status", "toppings"]
     assert by_name["pizzas"] == {
         "name": "pizzas",
         "singularName": "pizza",
@@ -74,6 +74,16 @@ def test_api_resource_list_for_restaurant() -> None:
         "singularName": "",
         "namespaced": True,
         "kind": "Pizza",
+        "verbs": ["get", "patch", "update"],
+    }
+    # /scale speaks autoscaling/v1 Scale, as kube lists a custom resource's scale subresource.
+    assert by_name["pizzas/scale"] == {
+        "name": "pizzas/scale",
+        "singularName": "",
+        "namespaced": True,
+        "group": "autoscaling",
+        "version": "v1",
+        "kind": "Scale",
         "verbs": ["get", "patch", "update"],
     }
     assert by_name["toppings"]["namespaced"] is False
@@ -116,6 +126,11 @@ def test_aggregated_discovery_shape(version: str, example_group: GroupInfo) -> N
         assert pizzas["singularResource"] == "pizza"
         assert pizzas["verbs"] == ALL_VERBS
         assert pizzas["subresources"] == [
+            {
+                "subresource": "scale",
+                "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                "verbs": ["get", "patch", "update"],
+            },
             {
                 "subresource": "status",
                 "responseKind": {"group": GROUP.group, "version": entry["version"], "kind": "Pizza"},

@@ -18,7 +18,7 @@ from server.endpoints.openapi import (
     openapi_v3_group_version,
     openapi_v3_index,
 )
-from server.endpoints.openapi_paths import operation_id_and_tag
+from server.endpoints.openapi.operations import operation_id_and_tag
 from server.endpoints.scope import JSON_PATCH, MERGE_PATCH
 from tests.server.endpoints.example_group import EXAMPLE
 
@@ -220,7 +220,7 @@ def test_v2_patch_consumes_exactly_patch_types() -> None:
     types = (*PATCH_TYPES, "application/strategic-merge-patch+json", "application/apply-patch+yaml")
     doc = openapi_v2([GROUP], patch_types=types, version_info={})
     patches = [item["patch"] for item in doc["paths"].values() if "patch" in item]
-    assert len(patches) == 6  # two kinds, pizzas/status, two versions
+    assert len(patches) == 8  # two kinds, pizzas/status, pizzas/scale, two versions
     assert all(op["consumes"] == list(types) for op in patches)
 
 
@@ -364,3 +364,29 @@ def test_v3_index_hashes_the_served_bytes(example_group: GroupInfo) -> None:
     other = openapi_v3_index([GROUP], patch_types=(*PATCH_TYPES, "application/apply-patch+yaml"))
     key = f"apis/{GROUP.group}/v1beta1"
     assert other["paths"][key] != index["paths"][key]
+
+
+def test_scale_subresource_is_documented_as_autoscaling_v1_scale() -> None:
+    """kube's CRD builder: /scale operations read and write io.k8s.api.autoscaling.v1.Scale."""
+    doc = openapi_v2([GROUP], patch_types=PATCH_TYPES, version_info={})
+    item = doc["paths"][f"/apis/{GROUP.group}/v1beta1/namespaces/{{namespace}}/pizzas/{{name}}/scale"]
+    assert set(item) == {"get", "put", "patch", "parameters"}
+    scale_ref = "#/definitions/io.k8s.api.autoscaling.v1.Scale"
+    assert item["get"]["operationId"] == "readRestaurantProgrammingKubernetesInfoV1beta1NamespacedPizzaScale"
+    assert item["get"]["responses"]["200"]["schema"] == {"$ref": scale_ref}
+    shared = {"#/parameters/" + name: p for name, p in doc["parameters"].items()}
+    body = next(p for p in (shared[r["$ref"]] for r in item["put"]["parameters"]) if p["in"] == "body")
+    assert body["schema"] == {"$ref": scale_ref}
+    for op in ("get", "put", "patch"):
+        assert item[op]["x-kubernetes-group-version-kind"] == {
+            "group": "autoscaling",
+            "version": "v1",
+            "kind": "Scale",
+        }
+    scale = doc["definitions"]["io.k8s.api.autoscaling.v1.Scale"]
+    assert scale["x-kubernetes-group-version-kind"] == [
+        {"group": "autoscaling", "kind": "Scale", "version": "v1"}
+    ]
+    assert doc["definitions"]["io.k8s.api.autoscaling.v1.ScaleStatus"]["required"] == ["replicas"]
+    v3 = openapi_v3_group_version(GROUP, "v1alpha1", patch_types=PATCH_TYPES)
+    assert "io.k8s.api.autoscaling.v1.Scale" in v3["components"]["schemas"]

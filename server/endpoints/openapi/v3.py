@@ -15,9 +15,9 @@ import orjson
 
 from apis.runtime.kinds import GroupInfo
 from apis.schema.openapi import published_v3
-from server.endpoints import openapi_meta as meta
-from server.endpoints.openapi_paths import Operation, Param, group_version_paths
-from server.endpoints.openapi_v2 import DEFAULT_TITLE, kind_definitions
+from server.endpoints.openapi import meta
+from server.endpoints.openapi.definitions import DEFAULT_TITLE, kind_definitions
+from server.endpoints.openapi.operations import Operation, Param, group_version_paths
 
 V3_PREFIX = "#/components/schemas/"
 

@@ -1,6 +1,6 @@
 """The meta.k8s.io definitions the published OpenAPI refers to, named and described as kube names them.
 
-They are written once in OpenAPI v2 form ("#/definitions/..." refs); openapi_v3 rewrites the refs.
+They are written once in OpenAPI v2 form ("#/definitions/..." refs); v3.py rewrites the refs.
 Clients resolve kinds by these names (kubectl explain, client generators, kube-aggregator merging
 identical definitions across servers), so names and shapes follow the kube-openapi output.
 """

@@ -3,7 +3,7 @@
 Mirrors what k8s.io/apiserver's installer registers for a Store with a status subresource
 (endpoints/installer.go registerResourceHandlers): the same paths (including the deprecated /watch/
 ones), operation names, descriptions, query parameters (from the *Options structs), bodies and
-responses. openapi_v2 and openapi_v3 only render this model, so both documents list the same
+responses. v2.py and v3.py only render this model, so both documents list the same
 operations and kubectl's "does PATCH accept fieldValidation" check sees the same answer in either.
 """
 
@@ -13,9 +13,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from apis.runtime.kinds import GroupInfo, KindInfo
-from server.endpoints import openapi_meta as meta
-from server.endpoints import openapi_params as opts
-from server.endpoints.openapi_params import Param
+from server.endpoints.openapi import autoscaling, meta
+from server.endpoints.openapi import params as opts
+from server.endpoints.openapi.params import Param
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -154,6 +154,9 @@ def _operation(
     namespaced = "Namespaced" if kind.namespaced and not route.all_namespaces else ""
     suffix = "ForAllNamespaces" if route.all_namespaces else ""
     obj, obj_list = definition_name(group, version, k), definition_name(group, version, kind.list_kind)
+    gvk = kind.subresource_kind(group, version, sub)
+    if gvk != (group, version, k):  # /scale reads and writes autoscaling/v1 Scale
+        obj = autoscaling.SCALE
     ok, created = Response(200, "OK", obj), Response(201, "Created", obj)
     body_types: tuple[str, ...] = BODY_TYPES
     body: str | None = None
@@ -238,7 +241,7 @@ def _operation(
         tag=tag,
         description=desc,
         action=action,
-        gvk=(group, version, k),
+        gvk=gvk,
         params=(opts.PRETTY, *params, *route.path_params),
         body=body,
         body_required=body_required,

@@ -10,9 +10,9 @@ patch_types) for the hash to name what the client receives.
 
 from __future__ import annotations
 
-from server.endpoints.openapi_paths import definition_name
-from server.endpoints.openapi_v2 import openapi_v2
-from server.endpoints.openapi_v3 import (
+from server.endpoints.openapi.operations import definition_name
+from server.endpoints.openapi.v2 import openapi_v2
+from server.endpoints.openapi.v3 import (
     document_hash,
     encode_document,
     openapi_v3_group_version,

@@ -16,10 +16,9 @@ import orjson
 
 from apis.runtime.kinds import GroupInfo
 from apis.schema.openapi import published_v2
-from server.endpoints import openapi_meta as meta
-from server.endpoints.openapi_paths import Operation, Param, definition_name, group_version_paths
-
-DEFAULT_TITLE = "Generic API Server"
+from server.endpoints.openapi import meta
+from server.endpoints.openapi.definitions import DEFAULT_TITLE, kind_definitions
+from server.endpoints.openapi.operations import Operation, Param, group_version_paths
 
 
 def _param(p: Param) -> dict[str, Any]:
@@ -55,28 +54,6 @@ def _operation(op: Operation) -> dict[str, Any]:
     out["responses"] = responses
     out["x-kubernetes-action"] = op.action
     out["x-kubernetes-group-version-kind"] = dict(zip(("group", "version", "kind"), op.gvk, strict=True))
-    return out
-
-
-def kind_definitions(
-    group: GroupInfo, version: str, published: Any, meta_ref: str
-) -> dict[str, dict[str, Any]]:
-    """The <Kind> and <Kind>List definitions of one group version, tagged with their GVK.
-
-    `published(schema, meta_ref)` is the per-kind publisher for the OpenAPI version at hand, so v2 and
-    v3 share the naming and tagging and differ only in how a schema is written.
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for kind in group.kinds:
-        if version not in kind.versions:
-            continue
-        name = definition_name(group.group, version, kind.kind)
-        gvk = {"group": group.group, "version": version, "kind": kind.kind}
-        out[name] = published(kind.versions[version].schema, meta_ref, gvk)
-        list_name = definition_name(group.group, version, kind.list_kind)
-        out[list_name] = meta.list_schema(
-            group.group, version, kind.kind, kind.list_kind, kind.resource, name
-        )
     return out
 
 

@@ -1,0 +1,1 @@
+"""autoscaling: only the polymorphic Scale type, which /scale subresources speak (k8s.io/api/autoscaling)."""

@@ -1,0 +1,224 @@
+"""GET, PUT and PATCH of `<resource>/scale`: an autoscaling/v1 Scale over the object's replicas.
+
+The handlers decode and check the Scale the client wrote (a typed body, as kube decodes
+autoscaling/v1 Scale: apiVersion and kind may be left out, a wrong one is a 400, unknown fields
+follow `fieldValidation`) and hand the change to registry/generic/scale.py, which reads the
+object, projects it to a Scale and writes spec.replicas back through the kind's main strategy.
+
+Admission sees the parent object with subresource "scale" (kube hands admission the Scale; the
+plugins here read hub objects, as they do for /status). Server-side apply on /scale is not served
+here yet (415): it will compute its Scale through the same `update_scale`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from apis.autoscaling import v1 as autoscaling
+from apis.meta import errors
+from apis.meta.errors import GroupKind, StatusError
+from apis.meta.field import FieldError, Path, forbidden, invalid
+from apis.meta.user import ANONYMOUS
+from apis.meta.validation import validate_field_manager
+from apis.runtime.kinds import HubObject
+from apis.schema.prune import prune
+from apis.schema.strategic_merge import go_format
+from apis.schema.validate import validate
+from registry.generic.admission import Operation
+from registry.generic.managed_fields import FieldManager, manager_from_user_agent
+from registry.generic.scale import manager_version, read_scale, update_scale
+from server.endpoints import body as bodies
+from server.endpoints.negotiation import JSON, YAML, body_media_type, negotiate_output
+from server.endpoints.patch import json_patch, merge_patch, strategic_merge, strategic_patch_document
+from server.endpoints.query import dry_run, field_validation
+from server.endpoints.scope import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ResourceScope
+from server.request_info import RequestInfo
+from server.request_state import USER
+from server.responses import add_warning, object_response
+
+# What kube's patch handler accepts for a Scale besides apply (built-in types take strategic merge).
+SCALE_PATCH_TYPES: tuple[str, ...] = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH)
+
+
+def _pretty(request: web.Request) -> bool:
+    return request.query.get("pretty", "") in ("1", "true", "True")
+
+
+def _respond(request: web.Request, scale: dict[str, Any], warnings: Sequence[str] = ()) -> web.Response:
+    output = negotiate_output(request.headers.get("Accept"), allow_transforms=())
+    response = object_response(scale, content_type=output.content_type, pretty=_pretty(request))
+    for text in warnings:
+        add_warning(response, text)
+    return response
+
+
+def decode_scale(
+    data: Any, info: RequestInfo, validation: str, duplicates: list[str]
+) -> tuple[dict, list[str]]:
+    """A Scale body as kube's typed decoder reads it: missing apiVersion/kind default to
+    autoscaling/v1 Scale, another one is a 400, unknown fields per `fieldValidation`, a wrong type a
+    400 decoding error; the name and namespace must be the URL's."""
+    if not isinstance(data, dict):
+        raise errors.bad_request(f"the body of the request must be a JSON object, got {type(data).__name__}")
+    api_version = data.setdefault("apiVersion", autoscaling.API_VERSION) or autoscaling.API_VERSION
+    kind = data.setdefault("kind", autoscaling.KIND) or autoscaling.KIND
+    if api_version != autoscaling.API_VERSION:
+        raise errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API version "
+            f"({autoscaling.API_VERSION})"
+        )
+    if kind != autoscaling.KIND:
+        raise errors.bad_request(f"the kind in the data ({kind}) does not match the expected kind (Scale)")
+    unknown = prune(data, autoscaling.SCALE_SCHEMA)
+    warnings: list[str] = []
+    if unknown or duplicates:
+        found = [f'unknown field "{f}"' for f in unknown] + [f'duplicate field "{f}"' for f in duplicates]
+        if validation == "Strict":
+            raise errors.bad_request("strict decoding error: " + ", ".join(found))
+        if validation == "Warn":
+            warnings = found
+    type_errors = validate(data, autoscaling.SCALE_SCHEMA)
+    spec = data.get("spec") or {}
+    replicas = spec.get("replicas", 0)
+    if isinstance(replicas, float) and replicas.is_integer():  # 2.0 is the integer 2 in JSON
+        replicas = spec["replicas"] = int(replicas)
+    if not type_errors and not -(2**31) <= replicas <= autoscaling.MAX_INT32:
+        type_errors = [invalid("spec.replicas", replicas, "value out of range for int32")]
+    if type_errors:
+        raise errors.bad_request(
+            f'Scale in version "v1" cannot be handled as a Scale: {"; ".join(str(e) for e in type_errors)}'
+        )
+    metadata = data.get("metadata") or {}
+    if metadata.get("name") != info.name:
+        raise errors.bad_request(
+            f"the name of the object ({metadata.get('name', '')}) does not match the name on the URL "
+            f"({info.name})"
+        )
+    if metadata.get("namespace") and metadata["namespace"] != info.namespace:
+        raise errors.bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    return data, warnings
+
+
+def _field_manager(
+    request: web.Request, scope: ResourceScope, info: RequestInfo, options_kind: str
+) -> FieldManager:
+    """The same rules as every write (write.py): 422 on a bad name, else the User-Agent's product;
+    recorded in the version that has the replicas field."""
+    name = request.query.get("fieldManager", "")
+    errs: list[FieldError] = []
+    if options_kind == "PatchOptions" and "force" in request.query:
+        errs.append(forbidden("force", "may not be specified for non-apply patch"))
+    errs += validate_field_manager(name, Path("fieldManager"))
+    if errs:
+        raise errors.invalid(GroupKind("meta.k8s.io", options_kind), "", errs)
+    name = name or manager_from_user_agent(request.headers.get("User-Agent", ""))
+    return FieldManager(name, manager_version(scope.kind, scope.version), info.subresource)
+
+
+def _admission(request: web.Request, scope: ResourceScope, info: RequestInfo, dry: bool):
+    user = request.get(USER, ANONYMOUS)
+
+    async def admit(obj: HubObject, old: HubObject) -> HubObject:
+        attrs = scope.attributes(info, user, Operation.UPDATE, obj, old, dry_run=dry)
+        if not any(p.handles(attrs.operation) for p in scope.admission.mutating):
+            return obj
+        await scope.admission.admit(attrs)
+        return scope.codec.redefault(attrs.object, scope.version)
+
+    async def validate_update(obj: HubObject, old: HubObject | None) -> None:
+        await scope.admission.validate(scope.attributes(info, user, Operation.UPDATE, obj, old, dry_run=dry))
+
+    return admit, validate_update
+
+
+async def get_scale(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    negotiate_output(request.headers.get("Accept"), allow_transforms=())
+    scale = await read_scale(
+        scope.store, info.namespace, info.name, resource_version=request.query.get("resourceVersion", "")
+    )
+    return _respond(request, scale)
+
+
+async def replace_scale(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    negotiate_output(request.headers.get("Accept"), allow_transforms=())
+    manager = _field_manager(request, scope, info, "UpdateOptions")
+    dry = dry_run(request.query, "UpdateOptions")
+    validation = field_validation(request.query, "UpdateOptions")
+    media = body_media_type(request.headers.get("Content-Type"), (JSON, YAML))
+    raw = await bodies.read_body(request)
+    data, duplicates = bodies.decode(raw, media, track_duplicates=validation != "Ignore")
+    scale, warnings = decode_scale(bodies.plain(data), info, validation, duplicates)
+
+    async def change(_current: dict[str, Any]) -> dict[str, Any]:
+        return scale
+
+    admit, validate_update = _admission(request, scope, info, dry)
+    result = await update_scale(
+        scope.store,
+        info.namespace,
+        info.name,
+        change,
+        admit=admit,
+        validate_update=validate_update,
+        dry_run=dry,
+        manager=manager,
+    )
+    return _respond(request, result, warnings)
+
+
+async def patch_scale(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    patch_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+    if patch_type not in SCALE_PATCH_TYPES:
+        raise errors.unsupported_media_type(", ".join(SCALE_PATCH_TYPES))
+    negotiate_output(request.headers.get("Accept"), allow_transforms=())
+    manager = _field_manager(request, scope, info, "PatchOptions")
+    dry = dry_run(request.query, "PatchOptions")
+    validation = field_validation(request.query, "PatchOptions")
+    raw = await bodies.read_body(request)
+    document, duplicates = bodies.decode(raw, JSON, track_duplicates=validation != "Ignore")
+    document = bodies.plain(document)
+    if patch_type == MERGE_PATCH and not isinstance(document, dict):
+        raise errors.bad_request("the body of a merge patch must be a JSON object")
+    if patch_type == STRATEGIC_MERGE_PATCH:
+        document = strategic_patch_document(document)
+    warnings: list[str] = []
+
+    async def change(current: dict[str, Any]) -> dict[str, Any]:
+        nonlocal warnings
+        if patch_type == STRATEGIC_MERGE_PATCH:
+            patched = strategic_merge(current, document, autoscaling.SCALE_SCHEMA)
+            cause = go_format(document)
+        else:
+            patched = (
+                json_patch(current, document) if patch_type == JSON_PATCH else merge_patch(current, document)
+            )
+            cause = orjson.dumps(patched).decode()
+        try:
+            scale, warnings = decode_scale(
+                patched, info, validation, duplicates if patch_type != JSON_PATCH else []
+            )
+        except StatusError as e:
+            # kube's patch handler: a patched object that does not decode is a 422 on `patch`.
+            if e.code != 400:
+                raise
+            raise errors.invalid(GroupKind("", ""), "", [invalid("patch", cause, e.message)]) from None
+        return scale
+
+    admit, validate_update = _admission(request, scope, info, dry)
+    result = await update_scale(
+        scope.store,
+        info.namespace,
+        info.name,
+        change,
+        admit=admit,
+        validate_update=validate_update,
+        dry_run=dry,
+        manager=manager,
+    )
+    return _respond(request, result, warnings)
