@@ -11,6 +11,7 @@ PATCH_TYPES = {
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
 }
 
 
