@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import ssl
 import urllib.parse
 from dataclasses import dataclass
@@ -117,9 +118,10 @@ class ClientManager:
                 hook, f"{shown}: tls: failed to verify certificate: {err.certificate_error}"
             ) from None
         except aiohttp.ClientConnectorError as err:
-            host = f"{err.host}:{err.port}"
-            why = err.os_error.strerror or str(err.os_error) if err.os_error else str(err)
-            raise _call_failed(hook, f"{shown}: dial tcp {host}: connect: {str(why).lower()}") from None
+            # Go's net error text: "dial tcp <addr>: connect: connection refused".
+            code = err.os_error.errno if err.os_error else None
+            why = os.strerror(code).lower() if code else str(err)
+            raise _call_failed(hook, f"{shown}: dial tcp {err.host}:{err.port}: connect: {why}") from None
         except (aiohttp.ClientError, OSError) as err:
             raise _call_failed(hook, f"{shown}: {err or type(err).__name__}") from None
         if not 200 <= response.status < 300:
