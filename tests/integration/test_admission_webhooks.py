@@ -7,6 +7,7 @@ with their own CA (tests/fixtures/webhook_server.py). Expected texts and codes a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,33 @@ async def test_configuration_created_after_start_applies(control_plane: ControlP
             return status == 201
 
         await eventually(allowed, "the deleted configuration to stop applying")
+
+
+async def test_audit_annotations_reach_the_audit_event(control_plane: ControlPlane, tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\n"
+        "rules:\n- level: Metadata\n"
+    )
+    log = tmp_path / "audit.log"
+    audit = ("--audit-policy-file", str(policy), "--audit-log-path", str(log))
+
+    def answer(req: dict[str, Any]) -> dict[str, Any]:
+        return {"allowed": False, "status": {"message": "no"}, "auditAnnotations": {"verdict": "refused"}}
+
+    async with running_webhook(tmp_path / "hook", answer) as webhook:
+        control_plane.objects.validating.put(
+            configuration("a", hook("audit.example.com", webhook.client_config()))
+        )
+        async with admission_server(tmp_path / "data", control_plane, *NO_TOPPINGS_CHECK, *audit) as server:
+            status, body, _ = await request(server, "POST", pizzas_path(), pizza("p"))
+            assert status == 400, body
+
+            async def logged() -> bool:
+                return log.exists() and '"audit.example.com/verdict"' in log.read_text()
+
+            await eventually(logged, "the audit event")
+    events = [json.loads(line) for line in log.read_text().splitlines() if line]
+    create = next(e for e in events if e["verb"] == "create")
+    assert create["annotations"]["audit.example.com/verdict"] == "refused"
+    assert create["responseStatus"]["code"] == 400
