@@ -131,7 +131,9 @@ async def start_admission(
     conditions: ConditionEvaluator | None = None,
 ) -> Admission:
     """Build the generic plugins and start their informers (the caller closes the result)."""
-    known = set(GENERIC_PLUGINS) | {p.name for i in installations for p in (*i.mutating, *i.validating)}
+    known = set(GENERIC_PLUGINS)
+    for installation in installations:
+        known |= {p.name for p in installation.mutating} | {p.name for p in installation.validating}
     problems = options.unknown_names(known)
     if problems:
         raise AdmissionConfigError("; ".join(problems))
@@ -165,11 +167,16 @@ async def start_admission(
             async def ready(timeout: float, configs=configs) -> bool:
                 return await namespaces.wait_synced(timeout) and await configs.wait_synced(timeout)
 
-            plugin_type = MutatingWebhook if mutating else ValidatingWebhook
-            plugin = plugin_type(source, matcher, admission.clients, admission.metrics, ready)
-            (admission.mutating if mutating else admission.validating).append(plugin)  # type: ignore[arg-type]
+            if mutating:
+                admission.mutating.append(
+                    MutatingWebhook(source, matcher, admission.clients, admission.metrics, ready)
+                )
+            else:
+                admission.validating.append(
+                    ValidatingWebhook(source, matcher, admission.clients, admission.metrics, ready)
+                )
     informers.start()
-    names = [p.name for p in (*admission.mutating, *admission.validating)]
+    names = [p.name for p in admission.mutating] + [p.name for p in admission.validating]
     logger.info(
         "admission: %s, using %s", ", ".join(names) or "no cluster-backed plugins", client.description
     )
