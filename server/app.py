@@ -10,6 +10,7 @@ import asyncio
 
 from aiohttp import web
 
+from server.admission.sinks import admission_warning_headers
 from server.config import Config
 from server.endpoints import published
 from server.endpoints.deprecation import deprecation_warnings
@@ -51,16 +52,28 @@ def build_app(config: Config) -> web.Application:
     app.on_response_prepare.append(audit_response_prepare)
     # kube's 299 Warning on every response of a deprecated version (server/endpoints/deprecation.py).
     app.on_response_prepare.append(deprecation_warnings)
+    # Warnings from admission webhooks, on successes and denials alike.
+    app.on_response_prepare.append(admission_warning_headers)
     # Open watches end cleanly as soon as shutdown begins, instead of being cut after a timeout.
     app[SHUTTING_DOWN] = asyncio.Event()
     app.on_shutdown.append(_end_watches)
-    registry = build_registry(config.installations)
+    admission = config.admission
+    metrics.registry.register(admission.metrics.registry)
+    registry = build_registry(
+        config.installations,
+        mutating=admission.mutating,
+        validating=admission.validating,
+        enabled=admission.group_plugins_enabled,
+        metrics=admission.metrics,
+    )
     app[API_REGISTRY] = registry
     info = version_info()
     app[published.DOCUMENTS] = published.build_documents(
         registry.groups, patch_types=PATCH_TYPES, version_info=info.to_dict()
     )
-    health = HealthChecks(readiness=[HealthCheck("storage", config.storage.check)])
+    health = HealthChecks(
+        readiness=[HealthCheck("storage", config.storage.check), *admission.readiness_checks()]
+    )
     app.add_routes(health.routes())
     app.add_routes(
         [

@@ -16,6 +16,7 @@ from pathlib import Path
 from registry.generic.cache.feed import GroupFeed
 from registry.generic.installation import GroupInstallation, attach_watch_cache
 from registry.generic.key_migration import move_legacy_keys
+from server.admission.setup import Admission, start_admission
 from server.audit.pipeline import AuditPipeline, build_audit
 from server.authn.delegated import Authentication, start_authentication
 from server.authz.delegated import authorizer_from_options
@@ -74,6 +75,8 @@ class Config:
     audit: AuditPipeline | None = None
     # The watch caches' feeds, one per group (none with --watch-cache=false).
     feeds: list[GroupFeed] = field(default_factory=list)
+    # The cluster-backed admission plugins and their informers (empty when standalone).
+    admission: Admission = field(default_factory=Admission)
 
     async def close(self) -> None:
         """After the HTTP runner is cleaned up: flush audit (events of requests that were still running
@@ -82,6 +85,7 @@ class Config:
             await self.audit.shutdown()
         with contextlib.suppress(Exception):
             await self.tls.stop()
+        await self.admission.close()
         await self.security.close()
         for feed in self.feeds:
             await feed.stop()
@@ -183,13 +187,16 @@ async def build_config(options: Options) -> Config:
             for feed in feeds:
                 if not await feed.wait_ready(CACHE_FILL_WAIT):
                     logger.warning("watch cache for %s not filled yet; serving from storage", feed.prefix)
+        # After the groups are installed (their plugin names are known) and before serving, so that
+        # the informers are filling while the server starts; /readyz reports their sync.
+        admission = await start_admission(options.admission, security.connections, installations)
     except BaseException:
         for feed in feeds:
             await feed.stop()
         await storage.close()
         await security.close()
         raise
-    return Config(options, serving, tls, storage, installations, security, audit, feeds)
+    return Config(options, serving, tls, storage, installations, security, audit, feeds, admission)
 
 
 def write_admin_kubeconfig(config: Config, server_url: str) -> Path:

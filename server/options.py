@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from server.admission.options import AdmissionOptions
 from server.api_groups import ApiGroupsOptions
 from server.audit.options import AuditOptions
 from server.authn.options import AuthenticationOptions
@@ -61,6 +62,7 @@ FLAG_GROUPS: dict[str, type[FlagGroup]] = {
     "authorization": AuthorizationOptions,
     "audit": AuditOptions,
     "groups": ApiGroupsOptions,
+    "admission": AdmissionOptions,
 }
 
 
@@ -85,6 +87,7 @@ class Options:
     authorization: AuthorizationOptions = field(default_factory=AuthorizationOptions)
     audit: AuditOptions = field(default_factory=AuditOptions)
     groups: ApiGroupsOptions = field(default_factory=ApiGroupsOptions)
+    admission: AdmissionOptions = field(default_factory=AdmissionOptions)
     # derived by complete(): extra IP SANs for the generated serving certificate
     serving_cert_ip_addresses: list[str] = field(default_factory=list)
 

@@ -22,6 +22,8 @@ USER = web.RequestKey("user", UserInfo)
 IMPERSONATED_BY = web.RequestKey("impersonated_by", UserInfo)
 # Annotations for the request's audit event (e.g. the authorization decision).
 AUDIT_ANNOTATIONS = web.RequestKey("audit_annotations", dict)
+# Warnings admission webhooks returned; sent as `Warning` headers when the response is prepared.
+ADMISSION_WARNINGS = web.RequestKey("admission_warnings", list)
 # This request's audit ID and arrival time (kube's WithAuditInit / WithRequestReceivedTimestamp).
 AUDIT_ID = web.RequestKey("audit_id", str)
 RECEIVED = web.RequestKey("request_received_timestamp", datetime)

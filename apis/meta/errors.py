@@ -59,6 +59,8 @@ class StatusError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:
+            del body["reason"]  # metav1.Status's reason is omitempty (e.g. a webhook's denial without one)
         if self.details is not None:
             body["details"] = self.details
         return body

@@ -7,12 +7,13 @@ resources in registry/<group>/ and must not import the server. server/admission 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from apis.meta import errors
 from apis.meta.errors import GroupResource, StatusError
 from apis.meta.user import UserInfo
+from apis.runtime.codec import Codec
 
 
 class Operation(enum.StrEnum):
@@ -37,6 +38,14 @@ class Attributes:
     old_object: Any
     user: UserInfo
     dry_run: bool
+    # Converts the hub objects to any served version: webhooks see the version they asked for.
+    codec: Codec | None = None
+    # The request's sinks, shared by every plugin call of one request: audit annotations
+    # (kube's Attributes.AddAnnotation) and warnings that become `Warning` headers.
+    annotations: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    # The options object of the call as kube sends it to webhooks (CreateOptions, UpdateOptions, ...).
+    options: dict[str, Any] | None = None
 
     @property
     def group_resource(self) -> GroupResource:

@@ -9,6 +9,7 @@ from aiohttp import web
 from apis.meta.errors import success_status
 from apis.meta.user import ANONYMOUS
 from registry.generic.admission import Operation
+from server.admission.sinks import admission_options, request_sinks
 from server.endpoints import body as bodies
 from server.endpoints.negotiation import JSON, negotiate_output
 from server.endpoints.query import delete_options, list_options
@@ -29,11 +30,18 @@ async def _options_body(request: web.Request) -> dict[str, Any] | None:
 
 
 def _validator(scope: ResourceScope, request: web.Request, info: RequestInfo, dry: bool):
+    """kube's AdmissionToValidateObjectDeleteFunc: mutating plugins (which may not change anything on a
+    DELETE) and then validating plugins, against the object actually being deleted."""
     user = request.get(USER, ANONYMOUS)
+    sinks = request_sinks(request)
+    options = admission_options("DeleteOptions", dry_run=dry)
 
     async def validate(obj: Any, old: Any | None) -> None:
-        attrs = scope.attributes(info, user, Operation.DELETE, None, old, dry_run=dry)
+        attrs = scope.attributes(
+            info, user, Operation.DELETE, None, old, dry_run=dry, sinks=sinks, options=options
+        )
         attrs.name = old.metadata.get("name", "") if old is not None else info.name
+        await scope.admission.admit(attrs)
         await scope.admission.validate(attrs)
 
     return validate

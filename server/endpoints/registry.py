@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from registry.generic.admission import MutatingPlugin, ValidatingPlugin
 from registry.generic.installation import GroupInstallation
 from server.admission.chain import AdmissionChain
+from server.admission.metrics import AdmissionMetrics
 from server.endpoints.deprecation import version_warnings
 from server.endpoints.scope import APIRegistry, ResourceScope
 
@@ -16,11 +17,16 @@ def build_registry(
     *,
     mutating: Sequence[MutatingPlugin] = (),
     validating: Sequence[ValidatingPlugin] = (),
+    enabled: Callable[[str], bool] = lambda name: True,
+    metrics: AdmissionMetrics | None = None,
 ) -> APIRegistry:
-    """Generic plugins (e.g. NamespaceLifecycle, webhooks) run before every group's own plugins."""
+    """Generic plugins (e.g. NamespaceLifecycle, webhooks) run before every group's own plugins, as
+    sample-apiserver appends BanFlunder after kube's recommended order; `enabled` says which of the
+    groups' plugins --enable/--disable-admission-plugins leave on."""
     chain = AdmissionChain(
-        mutating=[*mutating, *(p for i in installations for p in i.mutating)],
-        validating=[*validating, *(p for i in installations for p in i.validating)],
+        mutating=[*mutating, *(p for i in installations for p in i.mutating if enabled(p.name))],
+        validating=[*validating, *(p for i in installations for p in i.validating if enabled(p.name))],
+        metrics=metrics,
     )
     scopes: dict[tuple[str, str, str], ResourceScope] = {}
     for installation in installations:

@@ -7,6 +7,7 @@ of (request, scope).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from apis.meta.errors import GroupKind, GroupResource
 from apis.meta.user import UserInfo
@@ -17,6 +18,9 @@ from registry.generic.store import Store
 from registry.generic.strategy import Strategy
 from server.admission.chain import AdmissionChain
 from server.request_info import RequestInfo
+
+# A request's audit annotations and admission warnings (server/admission/sinks.py).
+AdmissionSinks = tuple[dict[str, str], list[str]]
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -72,7 +76,10 @@ class ResourceScope:
         old: HubObject | None,
         *,
         dry_run: bool,
+        sinks: AdmissionSinks | None = None,
+        options: dict[str, Any] | None = None,
     ) -> Attributes:
+        annotations, warnings = sinks if sinks is not None else ({}, [])
         return Attributes(
             operation=operation,
             group=self.group.group,
@@ -86,6 +93,10 @@ class ResourceScope:
             old_object=old,
             user=user,
             dry_run=dry_run,
+            codec=self.codec,
+            annotations=annotations,
+            warnings=warnings,
+            options=options,
         )
 
 

@@ -25,6 +25,7 @@ from apis.runtime.kinds import HubObject
 from apis.schema.strategic_merge import go_format
 from registry.generic.admission import Attributes, Operation
 from registry.generic.managed_fields import FieldManager, manager_from_user_agent
+from server.admission.sinks import admission_options, request_sinks
 from server.endpoints import body as bodies
 from server.endpoints.decode import decode_object
 from server.endpoints.negotiation import JSON, YAML, Output, body_media_type, negotiate_output
@@ -67,12 +68,18 @@ async def _admit(scope: ResourceScope, attrs: Attributes) -> HubObject:
     return scope.codec.redefault(attrs.object, scope.version)
 
 
-def _validator(scope: ResourceScope, request: web.Request, info: RequestInfo, *, dry: bool):
+def _validator(
+    scope: ResourceScope, request: web.Request, info: RequestInfo, *, dry: bool, options_kind: str
+):
     user = request.get(USER, ANONYMOUS)
+    sinks = request_sinks(request)
 
     async def validate(obj: HubObject, old: HubObject | None) -> None:
         operation = Operation.CREATE if old is None else Operation.UPDATE
-        await scope.admission.validate(scope.attributes(info, user, operation, obj, old, dry_run=dry))
+        kind = "CreateOptions" if old is None else options_kind
+        options = admission_options(kind, dry_run=dry)
+        attrs = scope.attributes(info, user, operation, obj, old, dry_run=dry, sinks=sinks, options=options)
+        await scope.admission.validate(attrs)
 
     return validate
 
@@ -116,8 +123,15 @@ async def create_object(request: web.Request, scope: ResourceScope, info: Reques
     obj, warnings = await _read_object(request, scope, validation)
     _set_namespace(scope, obj, info)
     user = request.get(USER, ANONYMOUS)
-    obj = await _admit(scope, scope.attributes(info, user, Operation.CREATE, obj, None, dry_run=dry))
-    validate = _validator(scope, request, info, dry=dry)
+    sinks = request_sinks(request)
+    options = admission_options(
+        "CreateOptions", dry_run=dry, field_manager=request.query.get("fieldManager", "")
+    )
+    attrs = scope.attributes(
+        info, user, Operation.CREATE, obj, None, dry_run=dry, sinks=sinks, options=options
+    )
+    obj = await _admit(scope, attrs)
+    validate = _validator(scope, request, info, dry=dry, options_kind="UpdateOptions")
     created = await scope.store.create(obj, validate=validate, dry_run=dry, manager=manager)
     return _respond(output, scope, created, 201, warnings)
 
@@ -130,18 +144,22 @@ async def update_object(request: web.Request, scope: ResourceScope, info: Reques
     obj, warnings = await _read_object(request, scope, validation)
     _set_namespace(scope, obj, info)
     user = request.get(USER, ANONYMOUS)
+    sinks = request_sinks(request)
 
     async def updated(old: HubObject | None) -> HubObject:
         new = copy.deepcopy(obj)
         operation = Operation.CREATE if old is None else Operation.UPDATE
-        return await _admit(scope, scope.attributes(info, user, operation, new, old, dry_run=dry))
+        kind = "CreateOptions" if old is None else "UpdateOptions"
+        options = admission_options(kind, dry_run=dry, field_manager=request.query.get("fieldManager", ""))
+        attrs = scope.attributes(info, user, operation, new, old, dry_run=dry, sinks=sinks, options=options)
+        return await _admit(scope, attrs)
 
     result, created = await scope.store.update(
         info.namespace,
         info.name,
         updated,
-        validate_create=_validator(scope, request, info, dry=dry),
-        validate_update=_validator(scope, request, info, dry=dry),
+        validate_create=_validator(scope, request, info, dry=dry, options_kind="UpdateOptions"),
+        validate_update=_validator(scope, request, info, dry=dry, options_kind="UpdateOptions"),
         dry_run=dry,
         strategy=scope.subresources.get(info.subresource),
         manager=manager,
@@ -165,6 +183,11 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
     if patch_type == STRATEGIC_MERGE_PATCH:
         document = strategic_patch_document(document)
     user = request.get(USER, ANONYMOUS)
+    sinks = request_sinks(request)
+    # kube sends a patch's options to webhooks as UpdateOptions.
+    options = admission_options(
+        "UpdateOptions", dry_run=dry, field_manager=request.query.get("fieldManager", "")
+    )
     warnings: list[str] = []
 
     async def updated(old: HubObject | None) -> HubObject:
@@ -186,13 +209,16 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
             scope, patched, field_validation=validation, duplicates=dups, patch=cause
         )
         _set_namespace(scope, obj, info)  # kube's rest.BeforeUpdate applies to patches too
-        return await _admit(scope, scope.attributes(info, user, Operation.UPDATE, obj, old, dry_run=dry))
+        attrs = scope.attributes(
+            info, user, Operation.UPDATE, obj, old, dry_run=dry, sinks=sinks, options=options
+        )
+        return await _admit(scope, attrs)
 
     result, _ = await scope.store.update(
         info.namespace,
         info.name,
         updated,
-        validate_update=_validator(scope, request, info, dry=dry),
+        validate_update=_validator(scope, request, info, dry=dry, options_kind="UpdateOptions"),
         dry_run=dry,
         strategy=scope.subresources.get(info.subresource),
         manager=manager,

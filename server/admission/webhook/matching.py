@@ -1,0 +1,183 @@
+"""Which hooks a request reaches, and in which version: kube's Webhook.ShouldCallHook.
+
+Order and error rules are kube's (pkg/admission/plugin/webhook/generic/webhook.go): namespaceSelector,
+objectSelector, rules, the Equivalent fallback, then matchConditions. A selector error is returned only
+when a rule matched (a hook that does not apply to the request never fails it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from apis.meta import errors
+from apis.meta.errors import StatusError
+from registry.generic.admission import Attributes
+from server.admission.namespace_lifecycle import live_namespace
+from server.admission.webhook.hooks import Hook, MatchCondition, Rule
+from server.cluster.client import ClusterClient
+from server.cluster.informer import Informer
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """A hook to call, with the version of the resource it asked for (kube's WebhookInvocation)."""
+
+    hook: Hook
+    version: str
+    resource: str
+    subresource: str
+
+
+@dataclass(frozen=True, slots=True)
+class MatchResult:
+    matches: bool
+    errors: tuple[str, ...] = ()
+
+
+class ConditionEvaluator(Protocol):
+    """Evaluates a hook's matchConditions (CEL) against the request: the seam where CEL plugs in.
+
+    `request` is the admission/v1 AdmissionRequest the hook would receive (object, oldObject,
+    request fields). Kube's rule applies to the result: any false condition skips the hook; otherwise
+    errors fail the request (failurePolicy Fail) or skip the hook (Ignore).
+    """
+
+    def evaluate(
+        self, hook: Hook, conditions: tuple[MatchCondition, ...], request: dict[str, Any]
+    ) -> MatchResult: ...
+
+
+class CelUnavailable:
+    """No CEL engine in this build: every condition is an evaluation error, so kube's failure rule
+    decides (Fail → 403, Ignore → the hook is skipped). Never silently matches or skips a hook."""
+
+    def evaluate(
+        self, hook: Hook, conditions: tuple[MatchCondition, ...], request: dict[str, Any]
+    ) -> MatchResult:
+        return MatchResult(
+            True,
+            tuple(
+                f"matchCondition {c.name!r}: CEL expressions are not supported by this server yet"
+                for c in conditions
+            ),
+        )
+
+
+def rule_matches(rule: Rule, attrs: Attributes, version: str, resource: str) -> bool:
+    """rules.Matcher.Matches: scope, operation, group, version, resource/subresource."""
+    is_namespace = attrs.group == "" and resource == "namespaces"
+    if rule.scope == "Namespaced" and (is_namespace or not attrs.namespace):
+        return False
+    if rule.scope == "Cluster" and not (is_namespace or not attrs.namespace):
+        return False
+    if rule.scope not in ("*", "Namespaced", "Cluster"):
+        return False
+    if not ("*" in rule.operations or attrs.operation.value in rule.operations):
+        return False
+    if not ("*" in rule.api_groups or attrs.group in rule.api_groups):
+        return False
+    if not ("*" in rule.api_versions or version in rule.api_versions):
+        return False
+    for entry in rule.resources:
+        res, _, sub = entry.partition("/")
+        if (res == "*" or res == resource) and (sub == "*" or sub == attrs.subresource):
+            return True
+    return False
+
+
+def _equivalent_versions(attrs: Attributes) -> list[str]:
+    """EquivalentResourcesFor: the same resource in the group's other served versions."""
+    if attrs.codec is None:
+        return []
+    return [v for v in attrs.codec.kind.versions if v != attrs.version]
+
+
+def match_rules(hook: Hook, attrs: Attributes) -> Invocation | None:
+    for rule in hook.rules:
+        if rule_matches(rule, attrs, attrs.version, attrs.resource):
+            return Invocation(hook, attrs.version, attrs.resource, attrs.subresource)
+    if hook.match_policy != "Equivalent":
+        return None
+    for rule in hook.rules:  # honour earlier rules first
+        for version in _equivalent_versions(attrs):
+            if rule_matches(rule, attrs, version, attrs.resource):
+                return Invocation(hook, version, attrs.resource, attrs.subresource)
+    return None
+
+
+def _labels(obj: Any) -> dict[str, str] | None:
+    """The labels of a hub object, or None when there is no object (DELETE's new object, CONNECT)."""
+    if obj is None:
+        return None
+    metadata = getattr(obj, "metadata", None)
+    if not isinstance(metadata, dict):
+        return None
+    return dict(metadata.get("labels") or {})
+
+
+@dataclass
+class Matcher:
+    namespaces: Informer
+    client: ClusterClient
+    conditions: ConditionEvaluator
+
+    async def _namespace_labels(self, attrs: Attributes) -> dict[str, str]:
+        namespace = self.namespaces.get(attrs.namespace)
+        if namespace is None:
+            namespace = await live_namespace(self.client, attrs.namespace)
+        return dict((namespace.get("metadata") or {}).get("labels") or {})
+
+    async def _namespace_matches(self, hook: Hook, attrs: Attributes) -> bool:
+        if not attrs.namespace and not (attrs.group == "" and attrs.resource == "namespaces"):
+            return True  # cluster-scoped objects are never exempted
+        if hook.selector_error is not None:
+            raise errors.internal_error(hook.selector_error)
+        selector = hook.namespace_selector
+        if selector is None or selector.empty:
+            return True
+        return selector.matches(await self._namespace_labels(attrs))
+
+    def _object_matches(self, hook: Hook, attrs: Attributes) -> bool:
+        if hook.selector_error is not None:
+            raise errors.internal_error(hook.selector_error)
+        selector = hook.object_selector
+        if selector is None or selector.empty:
+            return True
+        new, old = _labels(attrs.object), _labels(attrs.old_object)
+        return any(labels is not None and selector.matches(labels) for labels in (new, old))
+
+    async def should_call(self, hook: Hook, attrs: Attributes, request_for: Any) -> Invocation | None:
+        """The invocation, None to skip the hook, or a StatusError (raised) that fails the request.
+
+        `request_for(invocation)` builds the AdmissionRequest the condition evaluator sees.
+        """
+        ns_error: StatusError | None = None
+        try:
+            if not await self._namespace_matches(hook, attrs):
+                return None
+        except StatusError as err:
+            ns_error = err
+        obj_error: StatusError | None = None
+        try:
+            if not self._object_matches(hook, attrs):
+                return None
+        except StatusError as err:
+            obj_error = err
+        invocation = match_rules(hook, attrs)
+        if invocation is None:
+            return None
+        if ns_error is not None:
+            raise ns_error
+        if obj_error is not None:
+            raise obj_error
+        if hook.match_conditions:
+            result = self.conditions.evaluate(hook, hook.match_conditions, request_for(invocation))
+            if not result.matches:
+                return None
+            if result.errors:
+                if hook.failure_policy == "Ignore":
+                    return None
+                why = result.errors[0] if len(result.errors) == 1 else "[" + ", ".join(result.errors) + "]"
+                raise errors.forbidden(attrs.group_resource, attrs.name, why)
+        return invocation
