@@ -45,6 +45,7 @@ from registry.generic.server_side_apply import (
     CodecTypes,
     apply_config,
 )
+from server.admission.sinks import admission_options, request_sinks
 from server.authz.interface import AuthzAttributes
 from server.endpoints import body as bodies
 from server.endpoints.decode import decode_object
@@ -134,6 +135,7 @@ async def apply_object(request: web.Request, scope: ResourceScope, info: Request
         ) from None
     document = bodies.plain(document)
     user = request.get(USER, ANONYMOUS)
+    sinks = request_sinks(request)
     tracker = AppliedFields()
     types = CodecTypes(scope.codec)
     warnings: list[str] = []
@@ -161,9 +163,13 @@ async def apply_object(request: web.Request, scope: ResourceScope, info: Request
         obj, _ = decode_object(scope, merged, field_validation="Ignore")
         _set_namespace(scope, obj, info)
         operation = Operation.CREATE if old is None else Operation.UPDATE
-        return await _admit(scope, scope.attributes(info, user, operation, obj, old, dry_run=dry))
+        # kube's patcher hands webhooks CreateOptions or UpdateOptions, whichever the apply became.
+        kind = "CreateOptions" if old is None else "UpdateOptions"
+        options = admission_options(kind, dry_run=dry, field_manager=request.query.get("fieldManager", ""))
+        attrs = scope.attributes(info, user, operation, obj, old, dry_run=dry, sinks=sinks, options=options)
+        return await _admit(scope, attrs)
 
-    validate_write = _validator(scope, request, info, dry=dry)
+    validate_write = _validator(scope, request, info, dry=dry, options_kind="UpdateOptions")
 
     async def validate_create(obj: HubObject, old: HubObject | None) -> None:
         await _authorize_create(request, scope, info)

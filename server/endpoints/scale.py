@@ -28,9 +28,10 @@ from apis.runtime.kinds import HubObject
 from apis.schema.prune import prune
 from apis.schema.strategic_merge import go_format
 from apis.schema.validate import validate
-from registry.generic.admission import Operation
+from registry.generic.admission import Attributes, Operation
 from registry.generic.managed_fields import FieldManager, manager_from_user_agent
 from registry.generic.scale import manager_version, read_scale, update_scale
+from server.admission.sinks import admission_options, request_sinks
 from server.endpoints import body as bodies
 from server.endpoints.negotiation import JSON, YAML, body_media_type, negotiate_output
 from server.endpoints.patch import json_patch, merge_patch, strategic_merge, strategic_patch_document
@@ -123,16 +124,26 @@ def _field_manager(
 
 def _admission(request: web.Request, scope: ResourceScope, info: RequestInfo, dry: bool):
     user = request.get(USER, ANONYMOUS)
+    sinks = request_sinks(request)
+    # kube hands webhooks a write to /scale with UpdateOptions, as any update.
+    options = admission_options(
+        "UpdateOptions", dry_run=dry, field_manager=request.query.get("fieldManager", "")
+    )
+
+    def attributes(obj: HubObject, old: HubObject | None) -> Attributes:
+        return scope.attributes(
+            info, user, Operation.UPDATE, obj, old, dry_run=dry, sinks=sinks, options=options
+        )
 
     async def admit(obj: HubObject, old: HubObject) -> HubObject:
-        attrs = scope.attributes(info, user, Operation.UPDATE, obj, old, dry_run=dry)
+        attrs = attributes(obj, old)
         if not any(p.handles(attrs.operation) for p in scope.admission.mutating):
             return obj
         await scope.admission.admit(attrs)
         return scope.codec.redefault(attrs.object, scope.version)
 
     async def validate_update(obj: HubObject, old: HubObject | None) -> None:
-        await scope.admission.validate(scope.attributes(info, user, Operation.UPDATE, obj, old, dry_run=dry))
+        await scope.admission.validate(attributes(obj, old))
 
     return admit, validate_update
 
