@@ -29,6 +29,9 @@ from storage.interface import Interface
 
 logger = logging.getLogger(__name__)
 
+# A storage call's share of --request-timeout (storage_deadline), and its deadline without one.
+STORAGE_SHARE = 0.9
+DEFAULT_STORAGE_DEADLINE = 60.0
 # How long start-up waits for the watch caches to be filled before serving anyway.
 CACHE_FILL_WAIT = 30.0
 
@@ -106,6 +109,18 @@ def prepare_certs(options: Options) -> ServingCerts:
     return ServingCerts(cert, key, ca, client_ca, client_ca_key)
 
 
+def storage_deadline(request_timeout: float) -> float:
+    """How long one storage call may take: a little less than the request's own deadline.
+
+    Storage knows whether a write was sent (504: outcome unknown) or surely not (503); it must give
+    that answer before the timeout filter ends the request with a generic 504. Without a request
+    timeout (0), storage calls still end after a minute, kube's default.
+    """
+    if request_timeout <= 0:
+        return DEFAULT_STORAGE_DEADLINE
+    return request_timeout * STORAGE_SHARE
+
+
 async def open_storage(options: Options, *, join: bool = False) -> Interface:
     """The storage the flags name. `join`: next to the server that owns an embedded store, as a
     maintenance command does (storage.embedded.open_embedded); etcd needs no such distinction."""
@@ -126,7 +141,7 @@ async def open_storage(options: Options, *, join: bool = False) -> Interface:
             cafile=str(options.etcd.etcd_cafile) if options.etcd.etcd_cafile else None,
             certfile=str(options.etcd.etcd_certfile) if options.etcd.etcd_certfile else None,
             keyfile=str(options.etcd.etcd_keyfile) if options.etcd.etcd_keyfile else None,
-            request_timeout=options.generic.request_timeout,
+            request_timeout=storage_deadline(options.generic.request_timeout),
             compaction_interval=options.etcd.etcd_compaction_interval,
         )
     )

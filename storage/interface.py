@@ -97,7 +97,15 @@ class FutureRevision(StorageError):
 
 
 class Unavailable(StorageError):
-    """The backend cannot be reached now (→ 503 with Retry-After)."""
+    """The backend cannot be reached now and nothing was changed (→ 503 with Retry-After)."""
+
+
+class UnknownOutcome(StorageError):
+    """A write reached the backend but no answer came back in time: it may have been applied (→ 504).
+
+    kube's etcd3 store answers such a write with a Timeout, never with "unavailable": a client told
+    503 retries a create that in fact succeeded and gets 409 AlreadyExists.
+    """
 
 
 # Receives the current value (None when the key is missing) and returns the new bytes to store.

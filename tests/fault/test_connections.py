@@ -73,7 +73,9 @@ async def test_a_client_that_never_starts_tls_is_dropped(strict_server: RunningS
     await conn.close()
 
 
-async def test_connections_over_the_cap_are_refused_and_capacity_returns(strict_server: RunningServer) -> None:
+async def test_connections_over_the_cap_are_refused_and_capacity_returns(
+    strict_server: RunningServer,
+) -> None:
     held = [await connect(strict_server) for _ in range(8)]
     for conn in held:  # every one completed its handshake and is served
         await conn.send(HEALTHZ)
@@ -108,7 +110,8 @@ async def test_heads_up_to_1_mib_are_served_and_larger_get_431(
     await conn.send(f"GET {TOPPINGS}/{'a' * 100_000} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     head = await conn.response_head()
     assert status_of(head) == 404, head
-    length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[1])
+    length_header = next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length"))
+    length = int(length_header.split(b":")[1])
     assert orjson.loads(await conn.reader.readexactly(length))["reason"] == "NotFound"
     await conn.close()
 

@@ -7,6 +7,7 @@ these tests speak HTTP/1.1 over ``asyncio.open_connection`` themselves.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 import urllib.parse
 from dataclasses import dataclass
@@ -38,10 +39,8 @@ class RawConnection:
 
     async def close(self) -> None:
         self.writer.close()
-        try:
+        with contextlib.suppress(ConnectionError, ssl.SSLError):
             await self.writer.wait_closed()
-        except (ConnectionError, ssl.SSLError):
-            pass
 
 
 async def connect(server: RunningServer, context: ssl.SSLContext | None = None) -> RawConnection:
