@@ -187,6 +187,9 @@ async def build_config(options: Options) -> Config:
         await security.close()
         raise
     installations = options.groups.install(storage)
+    for installation in installations:
+        for store in installation.stores.values():
+            store.delete_collection_workers = options.deletion.delete_collection_workers
     feeds: list[GroupFeed] = []
     try:
         for installation in installations:

@@ -21,6 +21,7 @@ from server.api_groups import ApiGroupsOptions
 from server.audit.options import AuditOptions
 from server.authn.options import AuthenticationOptions
 from server.authz.options import AuthorizationOptions
+from server.delete_collection_options import DeleteCollectionOptions
 from server.etcd_options import EtcdOptions
 from server.generic_options import GenericOptions
 from server.log_options import LogOptions
@@ -56,6 +57,7 @@ FLAG_GROUPS: dict[str, type[FlagGroup]] = {
     "authorization": AuthorizationOptions,
     "audit": AuditOptions,
     "groups": ApiGroupsOptions,
+    "deletion": DeleteCollectionOptions,
 }
 
 
@@ -74,6 +76,7 @@ class Options:
     authorization: AuthorizationOptions = field(default_factory=AuthorizationOptions)
     audit: AuditOptions = field(default_factory=AuditOptions)
     groups: ApiGroupsOptions = field(default_factory=ApiGroupsOptions)
+    deletion: DeleteCollectionOptions = field(default_factory=DeleteCollectionOptions)
 
     def complete(self) -> Options:
         """Fill defaults that depend on other flags (kept out of the help text, as in kube)."""

@@ -170,10 +170,13 @@ class Interface(Protocol):
         """
         ...
 
-    async def delete(self, key: str, *, check: DeleteCheck | None = None) -> KeyValue:
+    async def delete(
+        self, key: str, *, check: DeleteCheck | None = None, cached: KeyValue | None = None
+    ) -> KeyValue:
         """Delete a key and return its last value, with mod_revision set to the delete's revision
         (what kube reports as the deleted object's resourceVersion). `check` runs on every try.
-        Raises NotFound."""
+        `cached` is the value the caller just read (kube's cachedExistingObject): the first try
+        starts from it instead of reading again, and a stale one only costs a retry. Raises NotFound."""
         ...
 
     def watch(self, prefix: str, revision: int) -> WatchStream:
