@@ -61,8 +61,8 @@ def supervise(options: Options) -> int:
     try:
         placeholder = _reserve_port(options.serving.bind_address, options.serving.secure_port)
     except OSError as err:
-        serving = options.serving
-        logger.error("cannot listen on %s:%d: %s", serving.bind_address, serving.secure_port, err)
+        listen = options.serving
+        logger.error("cannot listen on %s:%d: %s", listen.bind_address, listen.secure_port, err)
         return 1
     lock: StoreLock | None = None
     try:

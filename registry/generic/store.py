@@ -556,7 +556,7 @@ class Store:
         """kube's DeleteCollection (``registry.generic.delete_collection``): every item through
         ``delete``, ``delete_collection_workers`` at once, in pages unless the caller set a limit."""
 
-        async def delete_item(item: StoredObject | HubObject) -> object:
+        async def delete_item(item: StoredObject) -> object:
             return await self.delete(item.namespace or "", item.name, delete_options, validate=validate)
 
         return await delete_in_pages(
