@@ -11,6 +11,7 @@ from server.etcd_options import DEFAULT_ETCD_PREFIX, EtcdOptions
 from server.generic_options import GenericOptions
 from server.log_options import LogOptions
 from server.options import Options, build_parser, parse_args
+from server.serving.options import ServingOptions
 
 
 def test_defaults_match_kube_and_the_brief() -> None:
@@ -93,11 +94,13 @@ def test_every_flag_parses() -> None:
     )
 
     assert options == Options(
-        bind_address="::1",
-        secure_port=0,
-        cert_dir=Path("/certs"),
-        tls_cert_file=Path("/tls/tls.crt"),
-        tls_private_key_file=Path("/tls/tls.key"),
+        serving=ServingOptions(
+            bind_address="::1",
+            secure_port=0,
+            cert_dir=Path("/certs"),
+            tls_cert_file=Path("/tls/tls.crt"),
+            tls_private_key_file=Path("/tls/tls.key"),
+        ),
         generic=GenericOptions(
             data_dir=Path("/data"),
             admin_kubeconfig=Path("/data/kc"),
@@ -129,7 +132,7 @@ def test_verbosity_spellings(argv: list[str]) -> None:
 
 
 def test_comma_lists_drop_blanks_and_an_empty_value_means_none() -> None:
-    assert parse_args(["--serving-cert-dns-names", " a.svc, ,b.svc,"]).serving_cert_dns_names == [
+    assert parse_args(["--serving-cert-dns-names", " a.svc, ,b.svc,"]).serving.serving_cert_dns_names == [
         "a.svc",
         "b.svc",
     ]
