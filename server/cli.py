@@ -21,6 +21,7 @@ from server.app import build_app
 from server.config import Config, build_config, write_admin_kubeconfig
 from server.options import Options, parse_args
 from server.serving.connection_buffers import TLSSite
+from server.serving.request_limits import RequestLimits
 
 logger = logging.getLogger("pizza-apiserver")
 
@@ -46,15 +47,18 @@ async def serve(
         if config.audit is not None:
             await config.audit.start()
         # asyncio's TLS protocol with a per-thread receive buffer instead of 256 KiB per connection.
+        serving = options.serving
         site = TLSSite(
             runner,
-            options.bind_address,
-            options.secure_port,
+            serving.bind_address,
+            serving.secure_port,
             ssl_context=config.tls.listening_context,
             reuse_port=worker or None,
+            limits=RequestLimits(serving.read_header_timeout, serving.idle_timeout, serving.max_header_bytes),
+            max_connections=serving.max_connections,
         )
         await site.start()
-        url = server_url(options.bind_address, runner.addresses[0][1])
+        url = server_url(options.serving.bind_address, runner.addresses[0][1])
         if not worker:
             kubeconfig = await asyncio.to_thread(write_admin_kubeconfig, config, url)
         await config.tls.start()

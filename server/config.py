@@ -25,11 +25,14 @@ from server.cluster.connections import ClusterConnections
 from server.options import Options
 from server.serving import certs
 from server.serving.kubeconfig import write_kubeconfig
-from server.serving.tls import ReloadingTLS
+from server.serving.tls import ReloadingTLS, TLSPolicy
 from storage.interface import Interface
 
 logger = logging.getLogger(__name__)
 
+# A storage call's share of --request-timeout (storage_deadline), and its deadline without one.
+STORAGE_SHARE = 0.9
+DEFAULT_STORAGE_DEADLINE = 60.0
 # How long start-up waits for the watch caches to be filled before serving anyway.
 CACHE_FILL_WAIT = 30.0
 
@@ -94,20 +97,32 @@ class Config:
 
 def prepare_certs(options: Options) -> ServingCerts:
     """Synchronous file work: run through asyncio.to_thread."""
-    assert options.cert_dir is not None
-    options.cert_dir.mkdir(parents=True, exist_ok=True)
-    if options.generates_serving_cert:
+    assert options.serving.cert_dir is not None
+    options.serving.cert_dir.mkdir(parents=True, exist_ok=True)
+    if options.serving.generates_serving_cert:
         files = certs.ensure_self_signed(
-            options.cert_dir,
-            dns_names=options.serving_cert_dns_names,
-            ip_addresses=options.serving_cert_ip_addresses,
+            options.serving.cert_dir,
+            dns_names=options.serving.serving_cert_dns_names,
+            ip_addresses=options.serving.serving_cert_ip_addresses,
         )
         cert, key, ca = files.cert_path, files.key_path, files.ca_cert_path
     else:
-        assert options.tls_cert_file is not None and options.tls_private_key_file is not None
-        cert, key, ca = options.tls_cert_file, options.tls_private_key_file, None
-    client_ca, client_ca_key = certs.ensure_client_ca(options.cert_dir)
+        assert options.serving.tls_cert_file is not None and options.serving.tls_private_key_file is not None
+        cert, key, ca = options.serving.tls_cert_file, options.serving.tls_private_key_file, None
+    client_ca, client_ca_key = certs.ensure_client_ca(options.serving.cert_dir)
     return ServingCerts(cert, key, ca, client_ca, client_ca_key)
+
+
+def storage_deadline(request_timeout: float) -> float:
+    """How long one storage call may take: a little less than the request's own deadline.
+
+    Storage knows whether a write was sent (504: outcome unknown) or surely not (503); it must give
+    that answer before the timeout filter ends the request with a generic 504. Without a request
+    timeout (0), storage calls still end after a minute, kube's default.
+    """
+    if request_timeout <= 0:
+        return DEFAULT_STORAGE_DEADLINE
+    return request_timeout * STORAGE_SHARE
 
 
 async def open_storage(options: Options, *, join: bool = False) -> Interface:
@@ -130,7 +145,7 @@ async def open_storage(options: Options, *, join: bool = False) -> Interface:
             cafile=str(options.etcd.etcd_cafile) if options.etcd.etcd_cafile else None,
             certfile=str(options.etcd.etcd_certfile) if options.etcd.etcd_certfile else None,
             keyfile=str(options.etcd.etcd_keyfile) if options.etcd.etcd_keyfile else None,
-            request_timeout=options.generic.request_timeout,
+            request_timeout=storage_deadline(options.generic.request_timeout),
             compaction_interval=options.etcd.etcd_compaction_interval,
         )
     )
@@ -164,7 +179,10 @@ async def start_security(options: Options, serving: ServingCerts, tls: Reloading
 
 async def build_config(options: Options) -> Config:
     serving = await asyncio.to_thread(prepare_certs, options)
-    tls = await ReloadingTLS.load(serving.cert_path, serving.key_path, [serving.client_ca_path])
+    policy = TLSPolicy.from_flags(options.serving.tls_min_version, options.serving.tls_cipher_suites)
+    tls = await ReloadingTLS.load(
+        serving.cert_path, serving.key_path, [serving.client_ca_path], policy=policy
+    )
     audit = await build_audit(options.audit)
     security = await start_security(options, serving, tls)
     try:
@@ -173,6 +191,9 @@ async def build_config(options: Options) -> Config:
         await security.close()
         raise
     installations = options.groups.install(storage)
+    for installation in installations:
+        for store in installation.stores.values():
+            store.delete_collection_workers = options.deletion.delete_collection_workers
     feeds: list[GroupFeed] = []
     try:
         for installation in installations:
@@ -210,13 +231,13 @@ def write_admin_kubeconfig(config: Config, server_url: str) -> Path:
 def write_admin_kubeconfig_for(options: Options, serving: ServingCerts, server_url: str) -> Path:
     """The same from the flags and certificates alone: the --workers supervisor writes it once for
     every worker, and has no running config of its own. Synchronous file work."""
-    assert options.generic.admin_kubeconfig is not None and options.cert_dir is not None
+    assert options.generic.admin_kubeconfig is not None and options.serving.cert_dir is not None
     cert, key = certs.issue_client_cert(
         serving.client_ca_path,
         serving.client_ca_key_path,
         common_name="admin",
         organizations=["system:masters"],
-        out_dir=options.cert_dir,
+        out_dir=options.serving.cert_dir,
         basename="admin",
     )
     write_kubeconfig(

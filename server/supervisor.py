@@ -59,9 +59,10 @@ _PR_SET_PDEATHSIG = 1
 def supervise(options: Options) -> int:
     """Run `options.workers.workers` workers until a signal (exit 0) or a worker's failure (exit 1)."""
     try:
-        placeholder = _reserve_port(options.bind_address, options.secure_port)
+        placeholder = _reserve_port(options.serving.bind_address, options.serving.secure_port)
     except OSError as err:
-        logger.error("cannot listen on %s:%d: %s", options.bind_address, options.secure_port, err)
+        listen = options.serving
+        logger.error("cannot listen on %s:%d: %s", listen.bind_address, listen.secure_port, err)
         return 1
     lock: StoreLock | None = None
     try:
@@ -80,7 +81,12 @@ def supervise(options: Options) -> int:
         raise
     port = placeholder.getsockname()[1]
     try:
-        return _Workers(options, dataclasses.replace(options, secure_port=port), lock, serving).run()
+        return _Workers(
+            options,
+            dataclasses.replace(options, serving=dataclasses.replace(options.serving, secure_port=port)),
+            lock,
+            serving,
+        ).run()
     finally:
         if lock is not None:
             lock.release()
@@ -125,7 +131,7 @@ class _Workers:
             self._start()
             if not self._wait_until_listening():
                 return self._stop(failed=True)
-            url = server_url(self._options.bind_address, self._worker_options.secure_port)
+            url = server_url(self._options.serving.bind_address, self._worker_options.serving.secure_port)
             kubeconfig = write_admin_kubeconfig_for(self._options, self._serving, url)
             pids = ", ".join(str(process.pid) for process in self._processes)
             logger.info("%d workers listening (pids %s)", len(self._processes), pids)

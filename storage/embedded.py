@@ -196,9 +196,11 @@ class EmbeddedStorage:
             if written is not None:
                 return self._after_write(written)
 
-    async def delete(self, key: str, *, check: DeleteCheck | None = None) -> KeyValue:
+    async def delete(
+        self, key: str, *, check: DeleteCheck | None = None, cached: KeyValue | None = None
+    ) -> KeyValue:
         while True:
-            current = await self._call(self._log.current, key)
+            current, cached = cached or await self._call(self._log.current, key), None
             if current is None:
                 raise NotFound(key)
             if check is not None:

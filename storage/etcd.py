@@ -225,12 +225,17 @@ class EtcdStorage:
             kvs = resp_txn.responses[0].response_range.kvs
             current = self._kv(kvs[0]) if kvs else None
 
-    async def delete(self, key: str, *, check: DeleteCheck | None = None) -> KeyValue:
+    async def delete(
+        self, key: str, *, check: DeleteCheck | None = None, cached: KeyValue | None = None
+    ) -> KeyValue:
         full = self._full(key)
-        resp = await self._range(rpc.RangeRequest(key=full), key)
-        if not resp.kvs:
-            raise NotFound(key)
-        current = self._kv(resp.kvs[0])
+        if cached is not None:
+            current = cached  # a stale value fails the txn's compare, which returns the current one
+        else:
+            resp = await self._range(rpc.RangeRequest(key=full), key)
+            if not resp.kvs:
+                raise NotFound(key)
+            current = self._kv(resp.kvs[0])
         while True:
             if check is not None:
                 await check(current)

@@ -22,7 +22,7 @@ from typing import TypeVar
 import grpc
 from aetcd import rpc
 
-from storage.interface import Unavailable
+from storage.interface import Unavailable, UnknownOutcome
 
 T = TypeVar("T")
 
@@ -158,8 +158,9 @@ class EtcdConnection:
         Reads are retried on any unreachable endpoint; writes only when the error proves etcd never
         saw them (a write that timed out may have been applied, and blindly repeating it could turn
         a successful create into AlreadyExists). Gives up with Unavailable when the time is spent,
-        or when no endpoint could be reached for `unreachable_timeout`. Errors other than
-        unreachability are etcd's answer and propagate unchanged.
+        or when no endpoint could be reached for `unreachable_timeout`; a write that may have reached
+        etcd and got no answer is UnknownOutcome instead. Errors other than unreachability are etcd's
+        answer and propagate unchanged.
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (timeout if timeout is not None else self.request_timeout)
@@ -188,7 +189,10 @@ class EtcdConnection:
             except grpc.aio.AioRpcError as err:
                 if not is_unreachable(err):
                     raise
-                retry = err.code() == grpc.StatusCode.UNAVAILABLE and (idempotent or never_reached_etcd(err))
+                not_sent = never_reached_etcd(err)
+                if not idempotent and not not_sent:
+                    raise UnknownOutcome(key, f"etcd did not answer: {err.details()}") from err
+                retry = err.code() == grpc.StatusCode.UNAVAILABLE and (idempotent or not_sent)
                 if not retry:
                     raise Unavailable(key, f"etcd unavailable: {err.details()}") from err
                 self.fail_over(endpoint)

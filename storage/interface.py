@@ -97,7 +97,15 @@ class FutureRevision(StorageError):
 
 
 class Unavailable(StorageError):
-    """The backend cannot be reached now (→ 503 with Retry-After)."""
+    """The backend cannot be reached now and nothing was changed (→ 503 with Retry-After)."""
+
+
+class UnknownOutcome(StorageError):
+    """A write reached the backend but no answer came back in time: it may have been applied (→ 504).
+
+    kube's etcd3 store answers such a write with a Timeout, never with "unavailable": a client told
+    503 retries a create that in fact succeeded and gets 409 AlreadyExists.
+    """
 
 
 # Receives the current value (None when the key is missing) and returns the new bytes to store.
@@ -162,10 +170,13 @@ class Interface(Protocol):
         """
         ...
 
-    async def delete(self, key: str, *, check: DeleteCheck | None = None) -> KeyValue:
+    async def delete(
+        self, key: str, *, check: DeleteCheck | None = None, cached: KeyValue | None = None
+    ) -> KeyValue:
         """Delete a key and return its last value, with mod_revision set to the delete's revision
         (what kube reports as the deleted object's resourceVersion). `check` runs on every try.
-        Raises NotFound."""
+        `cached` is the value the caller just read (kube's cachedExistingObject): the first try
+        starts from it instead of reading again, and a stale one only costs a retry. Raises NotFound."""
         ...
 
     def watch(self, prefix: str, revision: int) -> WatchStream:

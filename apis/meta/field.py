@@ -39,12 +39,40 @@ _OMIT = object()
 _VALUELESS = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG, ErrorType.INTERNAL}
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def go_quote(text: str) -> str:
+    """Go's strconv.Quote (``%q``), which field.Error uses for string values.
+
+    JSON quoting differs exactly where hostile input lives: Go writes a NUL as ``\\x00`` and DEL as
+    ``\\x7f`` (JSON: ``\\u0000``, and DEL raw), so kube's message for a selector or name with control
+    characters is only reproduced this way.
+    """
+    out = ['"']
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) < 0x10000:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
+
+
 def format_value(value: Any) -> str:
     """Render a bad value the way Go's field.Error does for JSON-ish values."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return go_quote(value)
     if isinstance(value, int | float):
         return repr(value) if isinstance(value, float) and not value.is_integer() else str(int(value))
     if value is None:

@@ -6,6 +6,11 @@ from apis.meta import errors
 from apis.meta.errors import GroupResource, StatusError
 from storage import interface as st
 
+UNKNOWN_OUTCOME = (
+    "Timeout: request did not complete within requested timeout - context deadline exceeded; "
+    "the write was sent to storage and its outcome is unknown (it may have been applied)"
+)
+
 
 def interpret(err: st.StorageError, gr: GroupResource, name: str) -> StatusError:
     if isinstance(err, st.NotFound):
@@ -18,6 +23,9 @@ def interpret(err: st.StorageError, gr: GroupResource, name: str) -> StatusError
         return errors.expired(str(err))
     if isinstance(err, st.FutureRevision):
         return errors.timeout(f"Too large resource version: {err.requested}, current: {err.current}", 1)
+    if isinstance(err, st.UnknownOutcome):
+        # kube's finisher at the request's deadline, plus what only storage knows: it was sent.
+        return errors.timeout(f"{UNKNOWN_OUTCOME}: {err}")
     if isinstance(err, st.Unavailable):
         return errors.service_unavailable(f"storage is unavailable: {err}")
     return errors.internal_error(str(err))

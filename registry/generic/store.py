@@ -24,6 +24,7 @@ from registry.generic.cache.feed import Unserved
 from registry.generic.cache.resource_cache import ResourceCache
 from registry.generic.cache.stored import StoredObject
 from registry.generic.cache.watchers import OpenWatch
+from registry.generic.delete_collection import DEFAULT_WORKERS, PAGE_SIZE, delete_in_pages
 from registry.generic.deletion import finalizers_for, mark_as_deleting, should_delete_during_update
 from registry.generic.keys import list_prefix, object_key, resource_prefix
 from registry.generic.managed_fields import FieldTracker
@@ -56,6 +57,8 @@ class Store:
     # The watch cache serving reads and watches (attached by the server with --watch-cache); None
     # reads through to storage. Writes always go to storage.
     cache: ResourceCache | None = None
+    # Deletes a deletecollection runs at once (--delete-collection-workers).
+    delete_collection_workers: int = DEFAULT_WORKERS
 
     def new_cache(self) -> ResourceCache:
         """An empty cache for this resource; a GroupFeed fills it."""
@@ -415,7 +418,7 @@ class Store:
             marked = await self._mark_deleting(key, name, options, validate)
             if marked is not None:
                 return marked, False
-        return await self._delete_now(key, name, options, validate), True
+        return await self._delete_now(key, name, options, validate, read=(kv, current)), True
 
     def _check_delete_preconditions(self, obj: HubObject, options: DeleteOptions) -> None:
         """kube's rest.BeforeDelete: fail early, in its words, naming the *kind* where the resource goes."""
@@ -454,12 +457,25 @@ class Store:
             )
 
     async def _delete_now(
-        self, key: str, name: str, options: DeleteOptions, validate: ValidateObject
+        self,
+        key: str,
+        name: str,
+        options: DeleteOptions,
+        validate: ValidateObject,
+        read: tuple[st.KeyValue, HubObject] | None = None,
     ) -> HubObject:
-        """Preconditions and admission run against the state actually deleted; dry-run stops there."""
+        """Preconditions and admission run against the state actually deleted; dry-run stops there.
+
+        ``read`` is the state the caller just read and decoded: storage starts from it (no second
+        read), and while it is the state being deleted it is not decoded again (a deletecollection
+        of 10,000 spent most of its time decoding each object three times).
+        """
+        checked: list[tuple[bytes, HubObject]] = []
 
         async def check(kv: st.KeyValue) -> None:
-            obj = self._decode(kv)
+            same = read is not None and read[0].mod_revision == kv.mod_revision and read[0].value == kv.value
+            obj = read[1] if same and read is not None else self._decode(kv)
+            checked[:] = [(kv.value, obj)]
             self._check_storage_preconditions(obj, options)
             await validate(obj, obj)
 
@@ -468,9 +484,13 @@ class Store:
                 kv = await self.storage.get(key)
                 await check(kv)
             else:
-                kv = await self.storage.delete(key, check=check)
+                kv = await self.storage.delete(key, check=check, cached=read[0] if read else None)
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
+        if checked and checked[0][0] == kv.value:
+            # The object checked is the one deleted (ours alone, decoded for this request): answer
+            # with it, stamped with the delete's revision as _decode would.
+            return self._with_rv(checked[0][1], kv.mod_revision)
         return self._decode(kv)
 
     async def _mark_deleting(
@@ -533,16 +553,19 @@ class Store:
         *,
         validate: ValidateObject = _allow,
     ) -> ObjectList:
-        """kube's DeleteCollection: list (a single page when the caller set a limit), delete every item
-        on its own (items already gone are skipped) and answer with the list as it was read."""
-        listed = await self.read_list(namespace, list_options)
-        for item in listed.items:
-            try:
-                await self.delete(item.namespace or "", item.name, delete_options, validate=validate)
-            except StatusError as e:
-                if e.code != 404:
-                    raise
-        return listed
+        """kube's DeleteCollection (``registry.generic.delete_collection``): every item through
+        ``delete``, ``delete_collection_workers`` at once, in pages unless the caller set a limit."""
+
+        async def delete_item(item: StoredObject) -> object:
+            return await self.delete(item.namespace or "", item.name, delete_options, validate=validate)
+
+        return await delete_in_pages(
+            functools.partial(self.read_list, namespace),
+            delete_item,
+            list_options,
+            self.delete_collection_workers,
+            page_size=0 if self.cache is not None else PAGE_SIZE,
+        )
 
 
 class _DeleteNow(Exception):

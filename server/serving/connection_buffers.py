@@ -28,6 +28,7 @@ listening socket instead of patching asyncio for every TLS connection of the pro
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import ssl
 import threading
@@ -37,6 +38,11 @@ from collections.abc import Callable
 from aiohttp import web
 
 from server.serving.heap_trim import HeapTrimmer
+from server.serving.rate_limited_log import RateLimitedLog
+from server.serving.request_limits import RequestLimits, bounded_handlers
+
+logger = logging.getLogger(__name__)
+refusals = RateLimitedLog(logger)
 
 # Plaintext per SSLObject.read call: OpenSSL returns at most one record (16 KiB) per read anyway.
 PLAINTEXT_READ_SIZE = 16 * 1024
@@ -77,6 +83,7 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
         "_app_transport_created",
         "_app_writing_paused",
         "_conn_lost",
+        "_count",
         "_eof_received",
         "_extra",
         "_handshake_start_time",
@@ -114,11 +121,15 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
         context: ssl.SSLContext,
         *,
         trimmer: HeapTrimmer | None = None,
+        count: ConnectionCount | None = None,
+        handshake_timeout: float | None = None,
     ) -> None:
         self._handshake_start_time: float | None = None
         self._handshake_timeout_handle: asyncio.TimerHandle | None = None
         self._shutdown_timeout_handle: asyncio.TimerHandle | None = None
-        super().__init__(loop, app_protocol, context, None, server_side=True)
+        super().__init__(
+            loop, app_protocol, context, None, server_side=True, ssl_handshake_timeout=handshake_timeout
+        )
         # Drop the buffer the base class just allocated for this connection alone.
         self._ssl_buffer_view = _receive_buffer()
         self._ssl_buffer = self._ssl_buffer_view.obj
@@ -126,6 +137,7 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
         # the backlog nearly always is). asyncio only appends, clears and takes from the front.
         self._write_backlog: list[bytes | bytearray | memoryview] = []  # type: ignore[assignment]
         self._trimmer = trimmer
+        self._count = count
 
     def get_buffer(self, n: int) -> memoryview:
         """The thread's shared buffer. Safe to share: the selector transport calls ``get_buffer``,
@@ -185,8 +197,37 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
 
     def connection_lost(self, exc: BaseException | None) -> None:
         super().connection_lost(exc)
+        if self._count is not None:
+            self._count.release()
+            self._count = None
         if self._trimmer is not None:
             self._trimmer.connection_closed(self._loop)
+
+
+class ConnectionCount:
+    """Open connections against ``--max-connections`` (0: no limit)."""
+
+    __slots__ = ("limit", "open")
+
+    def __init__(self, limit: int = 0) -> None:
+        self.limit = limit
+        self.open = 0
+
+    def acquire(self) -> bool:
+        if self.limit and self.open >= self.limit:
+            return False
+        self.open += 1
+        return True
+
+    def release(self) -> None:
+        self.open -= 1
+
+
+class _Refused(asyncio.Protocol):
+    """A connection over the limit: closed as soon as it is accepted, before any TLS work or buffer."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.abort()
 
 
 def compact_tls_protocols(
@@ -194,13 +235,26 @@ def compact_tls_protocols(
     context: ssl.SSLContext,
     *,
     trimmer: HeapTrimmer | None = None,
+    count: ConnectionCount | None = None,
+    handshake_timeout: float | None = None,
 ) -> Callable[[], asyncio.BaseProtocol]:
     """A protocol factory for ``loop.create_server`` (without ``ssl=``) that puts TLS in front of
-    ``protocol_factory``'s protocols, as ``create_server(ssl=context)`` would, but compactly."""
+    ``protocol_factory``'s protocols, as ``create_server(ssl=context)`` would, but compactly; beyond
+    ``count``'s limit, connections are closed at once (a rate-limited log line says so)."""
     loop = asyncio.get_running_loop()
 
     def factory() -> asyncio.BaseProtocol:
-        return CompactSSLProtocol(loop, protocol_factory(), context, trimmer=trimmer)
+        if count is not None and not count.acquire():
+            refusals.log("max-connections", "refusing connections: %d open (--max-connections)", count.open)
+            return _Refused()
+        return CompactSSLProtocol(
+            loop,
+            protocol_factory(),
+            context,
+            trimmer=trimmer,
+            count=count,
+            handshake_timeout=handshake_timeout,
+        )
 
     return factory
 
@@ -209,10 +263,12 @@ class TLSSite(web.BaseSite):
     """``web.TCPSite`` for HTTPS with ``CompactSSLProtocol`` connections (host/port, or a bound ``sock``).
 
     Use it where ``web.TCPSite(runner, host, port, ssl_context=...)`` was; ``runner.addresses`` and
-    shutdown work the same.
+    shutdown work the same. Requests are read by ``BoundedRequestHandler`` under ``limits`` (Go's
+    http.Server timeouts and header limit), and at most ``max_connections`` are open at once (0: no
+    limit); more are closed as soon as they are accepted.
     """
 
-    __slots__ = ("_host", "_port", "_reuse_address", "_reuse_port", "_sock", "_trimmer")
+    __slots__ = ("_count", "_host", "_limits", "_port", "_reuse_address", "_reuse_port", "_sock", "_trimmer")
 
     def __init__(
         self,
@@ -225,8 +281,12 @@ class TLSSite(web.BaseSite):
         backlog: int = 128,
         reuse_address: bool | None = None,
         reuse_port: bool | None = None,
+        limits: RequestLimits | None = None,
+        max_connections: int = 0,
     ) -> None:
         super().__init__(runner, ssl_context=ssl_context, backlog=backlog)
+        self._limits = limits or RequestLimits()
+        self._count = ConnectionCount(max_connections)
         self._host, self._port, self._sock = host, port, sock
         self._reuse_address, self._reuse_port = reuse_address, reuse_port
         # Closed connections leave freed memory inside the heap; see server.serving.heap_trim.
@@ -240,12 +300,23 @@ class TLSSite(web.BaseSite):
             host, port = self._host or "0.0.0.0", self._port
         return f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
 
+    @property
+    def open_connections(self) -> int:
+        return self._count.open
+
     async def start(self) -> None:
         await super().start()
         server = self._runner.server
         assert server is not None and self._ssl_context is not None
         loop = asyncio.get_running_loop()
-        factory = compact_tls_protocols(server, self._ssl_context, trimmer=self._trimmer)
+        factory = compact_tls_protocols(
+            bounded_handlers(server, self._limits),
+            self._ssl_context,
+            trimmer=self._trimmer,
+            count=self._count,
+            # Go's tlsHandshakeTimeout: the read-header timeout when no read timeout is set.
+            handshake_timeout=self._limits.read_header_timeout or None,
+        )
         if self._sock is not None:
             self._server = await loop.create_server(factory, sock=self._sock, backlog=self._backlog)
         else:

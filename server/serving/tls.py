@@ -17,9 +17,11 @@ import functools
 import logging
 import ssl
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from server.background_task import BackgroundTask, check_every
+from server.serving.cipher_suites import openssl_cipher_string, tls_version
 from server.serving.file_stamp import DEFAULT_CHECK_INTERVAL, FileStamp, stamp_all
 
 logger = logging.getLogger(__name__)
@@ -27,8 +29,41 @@ logger = logging.getLogger(__name__)
 ALPN_PROTOCOLS = ["http/1.1"]
 
 
+@dataclass(frozen=True, slots=True)
+class TLSPolicy:
+    """What the handshake may negotiate: kube's --tls-min-version and --tls-cipher-suites.
+
+    The default is Go's server defaults (TLS ≥ 1.2, Go's TLS 1.2 suites; TLS 1.3 suites are not
+    configurable in either). Curves stay OpenSSL's defaults (X25519, P-256, X448, P-521, P-384):
+    Python's ``ssl`` can only pin a single curve, which would refuse clients Go accepts.
+    """
+
+    minimum_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
+    cipher_string: str = openssl_cipher_string([])
+
+    @classmethod
+    def from_flags(cls, min_version: str, cipher_suites: list[str]) -> TLSPolicy:
+        minimum = tls_version(min_version)
+        ciphers = openssl_cipher_string(cipher_suites)
+        if not ciphers:  # only TLS 1.3 names: no TLS 1.2 suite is left, as in Go
+            minimum = ssl.TLSVersion.TLSv1_3
+        return cls(minimum, ciphers)
+
+    def apply(self, context: ssl.SSLContext) -> None:
+        context.minimum_version = self.minimum_version
+        if self.cipher_string:
+            context.set_ciphers(self.cipher_string)
+
+
+DEFAULT_POLICY = TLSPolicy()
+
+
 def build_server_context(
-    cert_path: Path, key_path: Path, client_ca_paths: Sequence[Path], extra_client_cas: bytes = b""
+    cert_path: Path,
+    key_path: Path,
+    client_ca_paths: Sequence[Path],
+    extra_client_cas: bytes = b"",
+    policy: TLSPolicy = DEFAULT_POLICY,
 ) -> ssl.SSLContext:
     """A server context for TLS >= 1.2 that asks for, but does not require, a client certificate.
 
@@ -40,7 +75,7 @@ def build_server_context(
     files synchronously: call it through ``asyncio.to_thread`` from the event loop.
     """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    policy.apply(context)
     context.load_cert_chain(certfile=cert_path, keyfile=key_path)
     context.set_alpn_protocols(ALPN_PROTOCOLS)
     for ca_path in client_ca_paths:
@@ -69,6 +104,7 @@ class ReloadingTLS:
         "_key_path",
         "_listening",
         "_lock",
+        "_policy",
         "_poller",
         "_stamps",
     )
@@ -82,6 +118,7 @@ class ReloadingTLS:
         initial: ssl.SSLContext,
         stamps: tuple[FileStamp, ...],
         check_interval: float = DEFAULT_CHECK_INTERVAL,
+        policy: TLSPolicy = DEFAULT_POLICY,
     ) -> None:
         """Prefer ``await ReloadingTLS.load(...)``, which builds ``initial`` and ``stamps`` off the loop."""
         self._cert_path = cert_path
@@ -91,6 +128,7 @@ class ReloadingTLS:
         self._current = initial
         self._stamps = stamps
         self._extra_cas = b""
+        self._policy = policy
         self._lock = asyncio.Lock()  # one rebuild at a time, so none can undo another's newer input
         self._poller = BackgroundTask(
             "tls-reload",
@@ -112,11 +150,14 @@ class ReloadingTLS:
         client_ca_paths: Sequence[Path],
         *,
         check_interval: float = DEFAULT_CHECK_INTERVAL,
+        policy: TLSPolicy = DEFAULT_POLICY,
     ) -> ReloadingTLS:
         """Build the first context in a worker thread (file reads) and remember the files' stamps."""
         paths = (cert_path, key_path, *client_ca_paths)
         stamps = await asyncio.to_thread(stamp_all, paths)
-        initial = await asyncio.to_thread(build_server_context, cert_path, key_path, client_ca_paths)
+        initial = await asyncio.to_thread(
+            build_server_context, cert_path, key_path, client_ca_paths, b"", policy
+        )
         return cls(
             cert_path,
             key_path,
@@ -124,6 +165,7 @@ class ReloadingTLS:
             initial=initial,
             stamps=stamps,
             check_interval=check_interval,
+            policy=policy,
         )
 
     @property
@@ -144,7 +186,12 @@ class ReloadingTLS:
                 return False
             try:
                 context = await asyncio.to_thread(
-                    build_server_context, self._cert_path, self._key_path, self._ca_paths, self._extra_cas
+                    build_server_context,
+                    self._cert_path,
+                    self._key_path,
+                    self._ca_paths,
+                    self._extra_cas,
+                    self._policy,
                 )
             except (OSError, ssl.SSLError, ValueError) as err:
                 # Stamps are not recorded, so the next check tries again once the files settle.
@@ -166,7 +213,7 @@ class ReloadingTLS:
             if pem == self._extra_cas:
                 return False
             context = await asyncio.to_thread(
-                build_server_context, self._cert_path, self._key_path, self._ca_paths, pem
+                build_server_context, self._cert_path, self._key_path, self._ca_paths, pem, self._policy
             )
             self._extra_cas = pem
             self._current = context

@@ -120,7 +120,9 @@ def test_apiservices_reach_the_secure_port_through_the_service(objects: list[Obj
     assert selects(service["spec"]["selector"], one(objects, "Deployment"))
     (port,) = [p for p in service["spec"]["ports"] if p["port"] == 443]
     container = apiserver_container(objects)
-    assert container_port(container, port["targetPort"]) == server_options(objects).secure_port == 8443
+    assert (
+        container_port(container, port["targetPort"]) == server_options(objects).serving.secure_port == 8443
+    )
 
 
 def test_tls_verification_is_skipped_only_with_its_caveat(objects: list[Obj]) -> None:
@@ -133,7 +135,7 @@ def test_tls_verification_is_skipped_only_with_its_caveat(objects: list[Obj]) ->
 
 def test_server_listens_on_the_pod_network_and_stores_in_the_etcd_service(objects: list[Obj]) -> None:
     options = server_options(objects)
-    assert options.bind_address == "0.0.0.0"
+    assert options.serving.bind_address == "0.0.0.0"
     (server,) = options.etcd.etcd_servers
     url = urllib.parse.urlsplit(server)
     etcd_service = one(objects, "Service", url.hostname)  # a short name resolves in the pod's namespace
@@ -147,13 +149,13 @@ def test_server_listens_on_the_pod_network_and_stores_in_the_etcd_service(object
 def test_serving_certificate_names_what_the_aggregator_verifies(objects: list[Obj]) -> None:
     name, namespace = aggregator_target(objects)
     options = server_options(objects)
-    assert options.generates_serving_cert
-    assert f"{name}.{namespace}.svc" in options.serving_cert_dns_names
+    assert options.serving.generates_serving_cert
+    assert f"{name}.{namespace}.svc" in options.serving.serving_cert_dns_names
 
 
 def test_probes_ask_the_health_endpoints_over_https(objects: list[Obj]) -> None:
     container = apiserver_container(objects)
-    secure_port = server_options(objects).secure_port
+    secure_port = server_options(objects).serving.secure_port
     paths = {}
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         get = container[probe]["httpGet"]
@@ -252,10 +254,10 @@ def test_everything_the_server_writes_is_on_an_empty_dir(objects: list[Obj]) -> 
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = {Path(m["mountPath"]): volumes[m["name"]] for m in apiserver_container(objects)["volumeMounts"]}
     options = server_options(objects)
-    assert options.cert_dir is not None and options.generic.admin_kubeconfig is not None
+    assert options.serving.cert_dir is not None and options.generic.admin_kubeconfig is not None
     for written in (
         options.generic.data_dir,
-        options.cert_dir,
+        options.serving.cert_dir,
         options.generic.admin_kubeconfig.parent,
         Path("/tmp"),
     ):
@@ -303,12 +305,16 @@ def test_production_tls_switch_trusts_a_cert_manager_certificate(objects: list[O
         assert annotation == f"{certificate['metadata']['namespace']}/{certificate['metadata']['name']}"
 
     options = server_options(switched)  # --serving-cert-dns-names is gone: it conflicts with a given cert
-    assert not options.generates_serving_cert and options.tls_cert_file is not None
+    assert not options.serving.generates_serving_cert and options.serving.tls_cert_file is not None
     pod = one(switched, "Deployment")["spec"]["template"]["spec"]
     (volume,) = [v for v in pod["volumes"] if "secret" in v]
     assert volume["secret"]["secretName"] == certificate["spec"]["secretName"]
     (mount,) = [m for m in apiserver_container(switched)["volumeMounts"] if m["name"] == volume["name"]]
-    assert options.tls_cert_file.parent == Path(mount["mountPath"]) == options.tls_private_key_file.parent
+    assert (
+        options.serving.tls_cert_file.parent
+        == Path(mount["mountPath"])
+        == options.serving.tls_private_key_file.parent
+    )
     # Everything else is untouched.
     assert options.etcd.etcd_servers == server_options(objects).etcd.etcd_servers
     assert len(switched) == len(objects) + 2
@@ -342,7 +348,7 @@ def test_image_defaults_serve_on_all_interfaces_as_a_numeric_non_root_user() -> 
     instructions = dockerfile()
     (cmd,) = [json.loads(args) for word, args in instructions if word == "CMD"]
     options = parse_args(cmd).complete()
-    assert options.validate() == [] and options.bind_address == "0.0.0.0"
+    assert options.validate() == [] and options.serving.bind_address == "0.0.0.0"
     user = [args for word, args in instructions if word == "USER"][-1]
     uid, _, gid = user.partition(":")
     assert uid.isdigit() and int(uid) != 0 and gid.isdigit()

@@ -200,8 +200,8 @@ async def _server_with_storage(data_dir: Path, *extra: str) -> AsyncIterator[tup
         await site.start()
         url = f"https://127.0.0.1:{runner.addresses[0][1]}"
         kubeconfig = await asyncio.to_thread(write_admin_kubeconfig, config, url)
-        assert options.cert_dir is not None
-        yield RunningServer(url, data_dir, kubeconfig, options.cert_dir), config.storage
+        assert options.serving.cert_dir is not None
+        yield RunningServer(url, data_dir, kubeconfig, options.serving.cert_dir), config.storage
     finally:
         await runner.cleanup()
         await config.close()

@@ -11,18 +11,19 @@ from server.etcd_options import DEFAULT_ETCD_PREFIX, EtcdOptions
 from server.generic_options import GenericOptions
 from server.log_options import LogOptions
 from server.options import Options, build_parser, parse_args
+from server.serving.options import ServingOptions
 
 
 def test_defaults_match_kube_and_the_brief() -> None:
     options = parse_args([])
 
     assert options == Options()
-    assert options.bind_address == "127.0.0.1"
-    assert options.secure_port == 8443
+    assert options.serving.bind_address == "127.0.0.1"
+    assert options.serving.secure_port == 8443
     assert options.generic.data_dir == Path(".pizza-apiserver")
-    assert options.cert_dir is None and options.generic.admin_kubeconfig is None
-    assert options.tls_cert_file is None and options.tls_private_key_file is None
-    assert options.serving_cert_dns_names == [] and options.etcd.etcd_servers == []
+    assert options.serving.cert_dir is None and options.generic.admin_kubeconfig is None
+    assert options.serving.tls_cert_file is None and options.serving.tls_private_key_file is None
+    assert options.serving.serving_cert_dns_names == [] and options.etcd.etcd_servers == []
     assert options.etcd.etcd_prefix == DEFAULT_ETCD_PREFIX == "/registry"
     assert options.etcd.etcd_compaction_interval == 300.0  # kube: 5m
     assert options.etcd.etcd_healthcheck_timeout == 2.0 and options.etcd.etcd_readycheck_timeout == 2.0
@@ -34,7 +35,7 @@ def test_defaults_match_kube_and_the_brief() -> None:
     assert options.generic.min_request_timeout == 1800
     assert options.generic.shutdown_delay_duration == 0.0
     assert options.logs.verbosity == 0
-    assert options.etcd.uses_embedded_storage and options.generates_serving_cert
+    assert options.etcd.uses_embedded_storage and options.serving.generates_serving_cert
     assert options.validate() == []
 
 
@@ -43,11 +44,11 @@ def test_complete_derives_paths_and_sans_from_other_flags() -> None:
         ["--data-dir", "/var/lib/pizza", "--serving-cert-dns-names", "api.pizza-apiserver.svc,10.0.0.5"]
     ).complete()
 
-    assert options.cert_dir == Path("/var/lib/pizza/certs")
+    assert options.serving.cert_dir == Path("/var/lib/pizza/certs")
     assert options.generic.admin_kubeconfig == Path("/var/lib/pizza/admin.kubeconfig")
-    assert options.serving_cert_dns_names == ["api.pizza-apiserver.svc"]
+    assert options.serving.serving_cert_dns_names == ["api.pizza-apiserver.svc"]
     # The specific bind address becomes an IP SAN, as kube's MaybeDefaultWithSelfSignedCerts does.
-    assert options.serving_cert_ip_addresses == ["127.0.0.1", "10.0.0.5"]
+    assert options.serving.serving_cert_ip_addresses == ["127.0.0.1", "10.0.0.5"]
     assert options.validate() == []
 
 
@@ -55,12 +56,12 @@ def test_complete_keeps_explicit_paths_and_skips_unspecified_bind_address() -> N
     options = parse_args(
         ["--bind-address", "0.0.0.0", "--cert-dir", "/c", "--admin-kubeconfig", "/k/admin.yaml"]
     ).complete()
-    assert options.cert_dir == Path("/c")
+    assert options.serving.cert_dir == Path("/c")
     assert options.generic.admin_kubeconfig == Path("/k/admin.yaml")
-    assert options.serving_cert_ip_addresses == []
+    assert options.serving.serving_cert_ip_addresses == []
 
     blank = parse_args(["--bind-address", ""]).complete()
-    assert blank.bind_address == "0.0.0.0"  # kube: blank means all interfaces
+    assert blank.serving.bind_address == "0.0.0.0"  # kube: blank means all interfaces
 
 
 def test_every_flag_parses() -> None:
@@ -93,11 +94,13 @@ def test_every_flag_parses() -> None:
     )
 
     assert options == Options(
-        bind_address="::1",
-        secure_port=0,
-        cert_dir=Path("/certs"),
-        tls_cert_file=Path("/tls/tls.crt"),
-        tls_private_key_file=Path("/tls/tls.key"),
+        serving=ServingOptions(
+            bind_address="::1",
+            secure_port=0,
+            cert_dir=Path("/certs"),
+            tls_cert_file=Path("/tls/tls.crt"),
+            tls_private_key_file=Path("/tls/tls.key"),
+        ),
         generic=GenericOptions(
             data_dir=Path("/data"),
             admin_kubeconfig=Path("/data/kc"),
@@ -119,7 +122,7 @@ def test_every_flag_parses() -> None:
         ),
         logs=LogOptions(verbosity=4),
     )
-    assert not options.etcd.uses_embedded_storage and not options.generates_serving_cert
+    assert not options.etcd.uses_embedded_storage and not options.serving.generates_serving_cert
     assert options.validate() == []
 
 
@@ -129,13 +132,13 @@ def test_verbosity_spellings(argv: list[str]) -> None:
 
 
 def test_comma_lists_drop_blanks_and_an_empty_value_means_none() -> None:
-    assert parse_args(["--serving-cert-dns-names", " a.svc, ,b.svc,"]).serving_cert_dns_names == [
+    assert parse_args(["--serving-cert-dns-names", " a.svc, ,b.svc,"]).serving.serving_cert_dns_names == [
         "a.svc",
         "b.svc",
     ]
     assert parse_args(["--etcd-servers="]).etcd.etcd_servers == []
     # Each parse starts from a fresh default: no state leaks between parses.
-    assert parse_args([]).serving_cert_dns_names == []
+    assert parse_args([]).serving.serving_cert_dns_names == []
 
 
 def test_invalid_combinations_are_reported_together() -> None:
