@@ -26,24 +26,23 @@ from apis.schema.strategic_merge import go_format
 from registry.generic.admission import Attributes, Operation
 from registry.generic.managed_fields import FieldManager, manager_from_user_agent
 from server.endpoints import body as bodies
-from server.endpoints.decode import decode_object
+from server.endpoints.decode import Decoded, decode_write
 from server.endpoints.negotiation import JSON, YAML, Output, body_media_type, negotiate_output
 from server.endpoints.patch import json_patch, merge_patch, strategic_merge, strategic_patch_document
 from server.endpoints.query import dry_run, field_validation
 from server.endpoints.render import render_object
+from server.endpoints.schema_check import SchemaCheck
 from server.endpoints.scope import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ResourceScope
 from server.request_info import RequestInfo
 from server.request_state import USER
 from server.responses import add_warning, object_response
 
 
-async def _read_object(
-    request: web.Request, scope: ResourceScope, validation: str
-) -> tuple[HubObject, list[str]]:
+async def _read_object(request: web.Request, scope: ResourceScope, validation: str) -> Decoded:
     media = body_media_type(request.headers.get("Content-Type"), (JSON, YAML))
     raw = await bodies.read_body(request)
     data, duplicates = bodies.decode(raw, media, track_duplicates=validation != "Ignore")
-    return decode_object(scope, bodies.plain(data), field_validation=validation, duplicates=duplicates)
+    return decode_write(scope, bodies.plain(data), field_validation=validation, duplicates=duplicates)
 
 
 def _set_namespace(scope: ResourceScope, obj: HubObject, info: RequestInfo) -> None:
@@ -113,13 +112,15 @@ async def create_object(request: web.Request, scope: ResourceScope, info: Reques
     manager = _field_manager(request, scope, info, "CreateOptions")
     dry = dry_run(request.query, "CreateOptions")
     validation = field_validation(request.query, "CreateOptions")
-    obj, warnings = await _read_object(request, scope, validation)
+    decoded = await _read_object(request, scope, validation)
+    obj = decoded.hub
     _set_namespace(scope, obj, info)
     user = request.get(USER, ANONYMOUS)
     obj = await _admit(scope, scope.attributes(info, user, Operation.CREATE, obj, None, dry_run=dry))
     validate = _validator(scope, request, info, dry=dry)
-    created = await scope.store.create(obj, validate=validate, dry_run=dry, manager=manager)
-    return _respond(output, scope, created, 201, warnings)
+    check = SchemaCheck(scope, decoded)
+    created = await scope.store.create(obj, validate=validate, dry_run=dry, manager=manager, check=check)
+    return _respond(output, scope, created, 201, decoded.warnings + check.warnings)
 
 
 async def update_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
@@ -127,9 +128,11 @@ async def update_object(request: web.Request, scope: ResourceScope, info: Reques
     manager = _field_manager(request, scope, info, "UpdateOptions")
     dry = dry_run(request.query, "UpdateOptions")
     validation = field_validation(request.query, "UpdateOptions")
-    obj, warnings = await _read_object(request, scope, validation)
+    decoded = await _read_object(request, scope, validation)
+    obj = decoded.hub
     _set_namespace(scope, obj, info)
     user = request.get(USER, ANONYMOUS)
+    check = SchemaCheck(scope, decoded)
 
     async def updated(old: HubObject | None) -> HubObject:
         new = copy.deepcopy(obj)
@@ -145,8 +148,9 @@ async def update_object(request: web.Request, scope: ResourceScope, info: Reques
         dry_run=dry,
         strategy=scope.subresources.get(info.subresource),
         manager=manager,
+        check=check,
     )
-    return _respond(output, scope, result, 201 if created else 200, warnings)
+    return _respond(output, scope, result, 201 if created else 200, decoded.warnings + check.warnings)
 
 
 async def patch_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
@@ -166,6 +170,7 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
         document = strategic_patch_document(document)
     user = request.get(USER, ANONYMOUS)
     warnings: list[str] = []
+    check = SchemaCheck(scope)
 
     async def updated(old: HubObject | None) -> HubObject:
         nonlocal warnings
@@ -182,9 +187,10 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
                 json_patch(current, document) if patch_type == JSON_PATCH else merge_patch(current, document)
             )
             cause = orjson.dumps(patched).decode()
-        obj, warnings = decode_object(
-            scope, patched, field_validation=validation, duplicates=dups, patch=cause
-        )
+        decoded = decode_write(scope, patched, field_validation=validation, duplicates=dups, patch=cause)
+        obj, warnings = decoded.hub, decoded.warnings
+        check.decoded = decoded  # a retry after a conflict decodes again
+        check.warnings.clear()
         _set_namespace(scope, obj, info)  # kube's rest.BeforeUpdate applies to patches too
         return await _admit(scope, scope.attributes(info, user, Operation.UPDATE, obj, old, dry_run=dry))
 
@@ -196,5 +202,6 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
         dry_run=dry,
         strategy=scope.subresources.get(info.subresource),
         manager=manager,
+        check=check,
     )
-    return _respond(output, scope, result, 200, warnings)
+    return _respond(output, scope, result, 200, warnings + check.warnings)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from apis.meta.schemas import object_schema
+from apis.restaurant.rules import COST_MAY_AT_MOST_DOUBLE, PORTIONS_MESSAGE
 from apis.restaurant.validation import MAX_QUANTITY, MAX_TOPPINGS
 
 DEFAULT_TOPPINGS: tuple[str, ...] = ("salami", "mozzarella", "tomato")
@@ -28,6 +29,7 @@ TOPPING_SCHEMA: dict[str, Any] = object_schema(
                     "type": "number",
                     "minimum": 0,
                     "description": "cost is the cost of one portion of this topping.",
+                    "x-kubernetes-validations": [COST_MAY_AT_MOST_DOUBLE],
                 },
             },
         },
@@ -41,6 +43,9 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
         "spec": {
             "type": "object",
             "description": "PizzaSpec is the specification of a pizza.",
+            "x-kubernetes-validations": [
+                {"rule": "!has(self.toppings) || self.toppings.size() <= 30", "message": PORTIONS_MESSAGE}
+            ],
             # An empty object as default lets the toppings default below apply when spec is omitted
             # altogether: defaulting runs top-down (KEP-575).
             "default": {},
