@@ -110,7 +110,10 @@ class Program:
 
     def evaluate(self, variables: Mapping[str, Any]) -> Any:
         """Plain Python result (bool, int, float, str, list, dict, None); EvalError on a CEL error."""
-        value = self._expr.eval(data=dict(variables))
+        try:
+            value = self._expr.eval(data=dict(variables))
+        except RuntimeError as e:  # e.g. the engine's own comprehension iteration limit
+            raise EvalError(_status_text(str(e)).removesuffix(" [INTERNAL]")) from None
         if value.type() == cel.Type.ERROR:
             raise EvalError(_status_text(str(value.plain_value())))
         result = value.plain_value()
