@@ -160,3 +160,23 @@ async def test_ratcheting_openapi_validations(storage_api) -> None:
     )
     assert r.status == 422, r
     assert _causes(r.body) == [("FieldValueInvalid", "spec", f"Invalid value: {PORTIONS}")]
+
+
+async def test_rules_published_in_openapi_v2_and_v3(api) -> None:
+    prefix = "info.programming-kubernetes.restaurant"
+    v2 = (await api.get("/openapi/v2")).body["definitions"]
+    for version in ("v1alpha1", "v1beta1"):
+        v3 = (await api.get(f"/openapi/v3/apis/{GROUP}/{version}")).body["components"]["schemas"]
+        for doc in (v2, v3):
+            pizza_spec = doc[f"{prefix}.{version}.Pizza"]["properties"]["spec"]
+            [rule] = pizza_spec["x-kubernetes-validations"]
+            assert rule["message"] == PORTIONS and "<= 30" in rule["rule"]
+            cost = doc[f"{prefix}.{version}.Topping"]["properties"]["spec"]["properties"]["cost"]
+            assert cost["x-kubernetes-validations"] == [
+                {
+                    "rule": "self <= oldSelf * 2.0",
+                    "messageExpression": (
+                        "'cost may at most double in one update, from %s to %s'.format([oldSelf, self])"
+                    ),
+                }
+            ]
