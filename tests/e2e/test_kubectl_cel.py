@@ -52,3 +52,12 @@ spec: {{cost: %s}}
         "spec.cost: Invalid value: 6.5: cost may at most double in one update, from 3 to 6.5" in result.stderr
     ), result.stderr
     assert "configured" in _apply(server_process, manifest % "6", check=True).stdout
+
+
+def test_explain_shows_the_rules(server_process: ServerProcess) -> None:
+    """kubectl explain prints descriptions, not x-kubernetes-validations: the descriptions say the rules."""
+    # kubectl wraps descriptions at 80 columns.
+    pizza = " ".join(server_process.kubectl("explain", "pizza.spec").stdout.split())
+    assert "Rule: a pizza holds at most 30 portions." in pizza
+    cost = " ".join(server_process.kubectl("explain", "topping.spec.cost").stdout.split())
+    assert "An update may at most double it (rule: self <= oldSelf * 2.0)." in cost

@@ -28,7 +28,10 @@ TOPPING_SCHEMA: dict[str, Any] = object_schema(
                 "cost": {
                     "type": "number",
                     "minimum": 0,
-                    "description": "cost is the cost of one portion of this topping.",
+                    "description": (
+                        "cost is the cost of one portion of this topping. "
+                        "An update may at most double it (rule: self <= oldSelf * 2.0)."
+                    ),
                     "x-kubernetes-validations": [COST_MAY_AT_MOST_DOUBLE],
                 },
             },
@@ -42,7 +45,7 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
     {
         "spec": {
             "type": "object",
-            "description": "PizzaSpec is the specification of a pizza.",
+            "description": f"PizzaSpec is the specification of a pizza. Rule: {PORTIONS_MESSAGE}.",
             "x-kubernetes-validations": [
                 {"rule": "!has(self.toppings) || self.toppings.size() <= 30", "message": PORTIONS_MESSAGE}
             ],
