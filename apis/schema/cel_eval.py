@@ -88,10 +88,11 @@ def _run(rule: Rule, node: RuleNode, value: Any, old: Any, path: str, out: Outco
     has_old = old is not _ABSENT and old is not None
     if rule.uses_old_self and not has_old and not rule.optional_old_self:
         return
-    variables = {"self": to_cel(value, node.schema)}
+    convert = node.has_numbers
+    variables = {"self": to_cel(value, node.schema) if convert else value}
     shapes = {"self": cost.value_shape(value)}
     if rule.uses_old_self:
-        old_value = to_cel(old, node.schema) if has_old else None
+        old_value = (to_cel(old, node.schema) if convert else old) if has_old else None
         variables["oldSelf"] = old_value
         shapes["oldSelf"] = cost.value_shape(old_value)
     where = path or "<nil>"

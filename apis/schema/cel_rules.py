@@ -17,7 +17,7 @@ from apis.cel.engine import CompileError, Environment, Program
 from apis.cel.library import KUBERNETES_LIBRARY
 from apis.meta import field as fe
 from apis.meta.field import FieldError
-from apis.schema.cel_types import SchemaShape, cardinality_factor, cel_type
+from apis.schema.cel_types import SchemaShape, cardinality_factor, cel_type, has_numbers
 
 Schema = dict[str, Any]
 
@@ -51,6 +51,8 @@ class RuleNode:
     properties: dict[str, RuleNode] = field(default_factory=dict)
     items: RuleNode | None = None  # array items
     values: RuleNode | None = None  # additionalProperties
+    # Whether a `type: number` node lies at or below: only then must values be converted for CEL.
+    has_numbers: bool = True
 
 
 class SchemaRulesError(ValueError):
@@ -143,7 +145,7 @@ def _compile(
         )
     if not rules and not props and items is None and values is None:
         return None
-    return RuleNode(s, rules, props, items, values)
+    return RuleNode(s, rules, props, items, values, has_numbers(s))
 
 
 def _uses(node: ast.Node, name: str) -> bool:

@@ -60,6 +60,17 @@ def to_cel(value: Any, s: Schema | None) -> Any:
     return value
 
 
+def has_numbers(s: Schema) -> bool:
+    """Whether `to_cel` has anything to convert below `s` (most schemas: nothing, a plain copy)."""
+    if s.get("type") == "number":
+        return True
+    children = list((s.get("properties") or {}).values())
+    for key in ("items", "additionalProperties"):
+        if isinstance(s.get(key), dict):
+            children.append(s[key])
+    return any(has_numbers(c) for c in children)
+
+
 def min_json_size(s: Schema) -> int:
     """The smallest serialized size of a value (estimateMinSizeJSON)."""
     kind = s.get("type")
