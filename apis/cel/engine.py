@@ -44,10 +44,6 @@ def map_of(key: str, value: str) -> str:
     return f"map({key}, {value})"
 
 
-def optional_of(item: str) -> str:
-    return f"optional_type({item})"
-
-
 def _engine_type(name: str) -> cel.Type:
     if name in _SCALARS:
         return _SCALARS[name]
@@ -57,8 +53,6 @@ def _engine_type(name: str) -> cel.Type:
         return cel.Type.List(_engine_type(args[0]))
     if head == "map":
         return cel.Type.Map(_engine_type(args[0]), _engine_type(args[1]))
-    if head == "optional_type":
-        return cel.Type(f"optional_type<{_engine_type(args[0]).name().lower()}>")
     raise ValueError(f"unknown CEL type {name!r}")
 
 
@@ -117,11 +111,7 @@ class Program:
         if value.type() == cel.Type.ERROR:
             raise EvalError(_status_text(str(value.plain_value())))
         result = value.plain_value()
-        return _unwrap_optional(result)
-
-
-def _unwrap_optional(value: Any) -> Any:
-    return value
+        return result
 
 
 def _status_text(text: str) -> str:

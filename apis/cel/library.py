@@ -1,7 +1,8 @@
 """The Kubernetes CEL libraries (k8s.io/apiserver/pkg/cel/library) the engine can carry.
 
 Carried: lists (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`), regex (`find`,
-`findAll`), sets (`sets.contains`, `sets.equivalent`, `sets.intersects`); the engine itself brings
+`findAll`), sets (`sets.contains`, `sets.equivalent`, `sets.intersects`), `hasValue`/`value` for
+`optionalOldSelf`; the engine itself brings
 optionals and the strings extension with `format`. Not carried, because the engine cannot return
 an opaque value from a Python function (it answers "Unimplemented type"): `url`, `quantity`, `ip`,
 `cidr`, `semver`, `format.named`, `authorizer`. The engine's overloads are resolved at runtime by
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from apis.cel.engine import BOOL, DYN, INT, STRING, Function, Overload, list_of
+from apis.cel.engine import BOOL, DYN, INT, STRING, Function, Overload, list_of, map_of
 
 _LIST = list_of(DYN)
 
@@ -86,6 +87,36 @@ def _find_all(s: str, pattern: str, limit: int = -1) -> list[str]:
 
 def _contains(a: list[Any], b: list[Any]) -> bool:
     return all(any(x == y and type(x) is type(y) for x in a) for y in b)
+
+
+def _value(optional: dict[str, Any]) -> Any:
+    if not optional.get("present"):
+        raise ValueError("optional.none() dereference")
+    return optional["value"]
+
+
+# The binding cannot hand an optional value to an expression, so `optionalOldSelf` passes oldSelf as
+# `{"present": bool, "value": v}` (declared dyn) with these two methods. `orValue`, `.?` and
+# `optional.none() == oldSelf` do not work on it (the engine's own optional overloads collide).
+OPTIONAL_OLD_SELF: tuple[Function, ...] = (
+    Function(
+        "hasValue",
+        [
+            Overload(
+                "k8s_optional_has_value",
+                [map_of(STRING, DYN)],
+                BOOL,
+                lambda o: bool(o.get("present")),
+                member=True,
+            )
+        ],
+    ),
+    Function("value", [Overload("k8s_optional_value", [map_of(STRING, DYN)], DYN, _value, member=True)]),
+)
+
+
+def optional_value(present: bool, value: Any) -> dict[str, Any]:
+    return {"present": present, "value": value}
 
 
 KUBERNETES_LIBRARY: tuple[Function, ...] = (

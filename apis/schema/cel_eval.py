@@ -15,6 +15,7 @@ from typing import Any
 
 from apis.cel import cost
 from apis.cel.engine import EvalError
+from apis.cel.library import optional_value
 from apis.meta import field as fe
 from apis.meta.field import ErrorType, FieldError
 from apis.schema.cel_rules import Rule, RuleNode
@@ -93,7 +94,7 @@ def _run(rule: Rule, node: RuleNode, value: Any, old: Any, path: str, out: Outco
     shapes = {"self": cost.value_shape(value)}
     if rule.uses_old_self:
         old_value = (to_cel(old, node.schema) if convert else old) if has_old else None
-        variables["oldSelf"] = old_value
+        variables["oldSelf"] = optional_value(has_old, old_value) if rule.optional_old_self else old_value
         shapes["oldSelf"] = cost.value_shape(old_value)
     where = path or "<nil>"
     shown = _type_name(node.schema) if isinstance(value, dict | list) else value

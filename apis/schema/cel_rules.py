@@ -14,7 +14,7 @@ from typing import Any
 
 from apis.cel import ast, cost, engine
 from apis.cel.engine import CompileError, Environment, Program
-from apis.cel.library import KUBERNETES_LIBRARY
+from apis.cel.library import KUBERNETES_LIBRARY, OPTIONAL_OLD_SELF
 from apis.meta import field as fe
 from apis.meta.field import FieldError
 from apis.schema.cel_types import SchemaShape, cardinality_factor, cel_type, has_numbers
@@ -164,8 +164,10 @@ def _uses(node: ast.Node, name: str) -> bool:
     return False
 
 
-def environment(s: Schema) -> Environment:
+def environment(s: Schema, *, optional_old_self: bool = False) -> Environment:
     t = cel_type(s)
+    if optional_old_self:
+        return Environment({"self": t, "oldSelf": engine.DYN}, KUBERNETES_LIBRARY + OPTIONAL_OLD_SELF)
     return Environment({"self": t, "oldSelf": t}, KUBERNETES_LIBRARY)
 
 
@@ -179,13 +181,7 @@ def _compile_rule(
     totals: list[tuple[str, float]],
 ) -> Rule | None:
     optional_old_self = bool(raw.get("optionalOldSelf"))
-    if optional_old_self:
-        # The engine cannot hand an optional value to an expression (see docs/cel.md).
-        errors.append(
-            fe.invalid(f"{path}.optionalOldSelf", True, "not supported by this server's CEL engine")
-        )
-        return None
-    env = environment(s)
+    env = environment(s, optional_old_self=optional_old_self)
     source = raw.get("rule", "")
     try:
         program = env.compile(source)

@@ -248,3 +248,37 @@ def test_the_engines_iteration_limit_is_an_evaluation_error() -> None:
     assert rules is not None
     [error] = evaluate_rules(rules, {"spec": list(range(150))}).errors
     assert error.detail == "Iteration budget exceeded evaluating rule: self.all(x, self.all(y, x >= 0))"
+
+
+def test_optional_old_self_runs_on_create_too() -> None:
+    spec = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "x-kubernetes-validations": [
+            {
+                "rule": "!oldSelf.hasValue() || self.n >= oldSelf.value().n",
+                "optionalOldSelf": True,
+                "message": "n may not shrink",
+            },
+            {
+                "rule": "oldSelf.hasValue() || self.n < 10",
+                "optionalOldSelf": True,
+                "message": "start below 10",
+            },
+        ],
+    }
+    rules = compile_rules(_obj(spec))
+    assert rules is not None
+    assert [e.detail for e in evaluate_rules(rules, {"spec": {"n": 12}}).errors] == ["start below 10"]
+    assert [e.detail for e in evaluate_rules(rules, {"spec": {"n": 1}}, {"spec": {"n": 2}}).errors] == [
+        "n may not shrink"
+    ]
+    assert evaluate_rules(rules, {"spec": {"n": 30}}, {"spec": {"n": 2}}).errors == []
+
+
+def test_optional_old_self_without_old_self_is_refused() -> None:
+    spec = {"type": "object", "x-kubernetes-validations": [{"rule": "true", "optionalOldSelf": True}]}
+    [error] = _errors(_obj(spec))
+    assert error.endswith(
+        "optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"
+    )
