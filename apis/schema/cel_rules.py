@@ -205,7 +205,7 @@ def _compile_rule(
                 + path.rsplit(".", 1)[0],
             )
         )
-    shapes = {"self": SchemaShape(s), "oldSelf": SchemaShape(s)}
+    shapes: dict[str, cost.Shape] = {"self": SchemaShape(s), "oldSelf": SchemaShape(s)}
     rule_cost = cost.estimate(program.tree, shapes) * cardinality
     totals.append((f"{path}.rule", rule_cost))
     if rule_cost > PER_EXPRESSION_LIMIT:

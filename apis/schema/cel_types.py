@@ -95,8 +95,8 @@ def max_size(s: Schema) -> float:
     if kind == "array":
         if "maxItems" in s:
             return float(s["maxItems"])
-        items = s.get("items") if isinstance(s.get("items"), dict) else {}
-        return float(MAX_REQUEST_BYTES // (min_json_size(items) + 1))
+        items = s.get("items")
+        return float(MAX_REQUEST_BYTES // (min_json_size(items if isinstance(items, dict) else {}) + 1))
     if kind == "object":
         if "maxProperties" in s:
             return float(s["maxProperties"])

@@ -43,7 +43,8 @@ def unchanged(path: str, new: Any, old: Any, schema: Schema) -> bool:
             if not isinstance(n, list) or not isinstance(o, list) or token >= len(n):
                 break
             keys = s.get("x-kubernetes-list-map-keys") or []
-            items = s.get("items") if isinstance(s.get("items"), dict) else {}
+            raw_items = s.get("items")
+            items: Schema = raw_items if isinstance(raw_items, dict) else {}
             if s.get("x-kubernetes-list-type") != "map" or not keys:
                 break  # uncorrelatable items: compare the whole list
             item = n[token]
