@@ -352,8 +352,18 @@ class Store:
             raise interpret(e, self.resource, name) from e
         return self._decode(kv), created
 
+    def _ratchet(self, errs: FieldErrors, obj: HubObject, old: HubObject) -> FieldErrors:
+        """Validation ratcheting (KEP-4008) for the strategy's errors too: they repeat schema bounds on
+        the hub, so an unchanged old value must pass them as it passes the schema. Their paths are
+        the hub's, compared in the storage version (the hub's shape for the kinds declared here; a
+        path that does not resolve is compared at the whole object, so it is reported)."""
+        if not errs:
+            return errs
+        version = self.codec.kind.storage_version
+        new_data, old_data = self.codec.to_version(obj, version), self.codec.to_version(old, version)
+        return ratchet(errs, new_data, old_data, self.codec.kind.versions[version].schema)
+
     def _track(self, live: HubObject | None, obj: HubObject, manager: FieldTracker | None) -> None:
-        check: CheckObject | None = None,
         """After the strategy prepared `obj`, so ownership follows what is actually stored."""
         if manager is not None:
             manager.track(self.codec, live, obj)

@@ -180,3 +180,15 @@ async def test_rules_published_in_openapi_v2_and_v3(api) -> None:
                     ),
                 }
             ]
+
+
+async def test_server_side_apply_runs_the_rules(api) -> None:
+    manifest = api.pizza("applied", _toppings(4, 8))
+    r = await api.patch(
+        api.pizzas_path("v1beta1", "applied"),
+        manifest,
+        "application/apply-patch+yaml",
+        params={"fieldManager": "tester"},
+    )
+    assert r.status == 422, r
+    assert _causes(r.body) == [("FieldValueInvalid", "spec", f"Invalid value: {PORTIONS}")]
