@@ -22,6 +22,7 @@ from apis.runtime.hub_shape import HubShape, hub_shape
 from apis.runtime.kinds import Column, HubObject, KindInfo, VersionedKind
 from apis.runtime.lifecycle import Lifecycle
 from apis.runtime.scale import ScaleSubresource
+from apis.schema.cel_rules import compile_rules
 
 JsonTransform = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -53,7 +54,10 @@ def _versioned(shape: HubShape, version: str, declared: Version) -> VersionedKin
         def from_hub(obj: Any) -> dict[str, Any]:
             return down(shape.from_hub(obj))
 
-    return VersionedKind(version, declared.schema, to_hub, from_hub, declared.lifecycle)
+    # Raises SchemaRulesError where kube would refuse the CRD: the kind cannot be declared, so a
+    # server with such a rule does not start.
+    rules = compile_rules(declared.schema)
+    return VersionedKind(version, declared.schema, to_hub, from_hub, declared.lifecycle, rules)
 
 
 def declare_kind(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from apis.autoscaling import v1 as autoscaling
 from apis.runtime.lifecycle import Lifecycle
+from apis.schema.cel_rules import RuleNode
 
 if TYPE_CHECKING:  # scale.py reads hub objects, which are declared here
     from apis.runtime.scale import ScaleSubresource
@@ -62,6 +63,8 @@ class VersionedKind:
     # Any, not HubObject: each kind's from_hub takes its own hub type (parameters are contravariant).
     from_hub: Callable[[Any], dict[str, Any]]
     lifecycle: Lifecycle | None = None
+    # The schema's x-kubernetes-validations, compiled when the kind is declared (None: no rules).
+    rules: RuleNode | None = None
 
 
 @dataclass(frozen=True, slots=True)

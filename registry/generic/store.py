@@ -19,6 +19,7 @@ from apis.meta.validation import validate_object_meta, validate_object_meta_upda
 from apis.runtime.codec import Codec
 from apis.runtime.kinds import HubObject
 from apis.runtime.scale import validate_scale_spec, validate_scale_status
+from apis.schema.ratchet import ratchet
 from registry.generic import metadata, paging
 from registry.generic.cache.feed import Unserved
 from registry.generic.cache.resource_cache import ResourceCache
@@ -36,6 +37,9 @@ from storage import interface as st
 
 # Validating admission, called with (new, old); raises StatusError to deny.
 ValidateObject = Callable[[HubObject, HubObject | None], Awaitable[None]]
+# The versioned object's schema/rule errors for (new, old): reported in the same 422 as the rest.
+FieldErrors = list[FieldError]  # named here: inside Store, `list` is the method
+CheckObject = Callable[[HubObject, HubObject | None], FieldErrors]
 # Produces the new object from the current one (None when missing): applies the PUT body or patch
 # and runs mutating admission. Runs again on every optimistic-concurrency retry.
 UpdatedObject = Callable[[HubObject | None], Awaitable[HubObject]]
@@ -186,11 +190,13 @@ class Store:
         metadata.fill_for_create(obj.metadata)
         self.strategy.prepare_for_create(obj)
 
-    def _validate_create(self, obj: HubObject) -> None:
+    def _validate_create(self, obj: HubObject, check: CheckObject | None = None) -> None:
         errs = validate_object_meta(
             obj.metadata, namespaced=self.strategy.namespaced, name_fn=self.strategy.validate_name
         )
-        errs += self.strategy.validate(obj)
+        schema_errs = check(obj, None) if check is not None else []
+        # The strategy's checks assume a schema-valid object; kube reports all of it in one 422.
+        errs += schema_errs or self.strategy.validate(obj)
         errs += self._scale_errors(obj)
         if errs:
             raise errors.invalid(self.group_kind, obj.metadata.get("name") or "", errs)
@@ -203,10 +209,12 @@ class Store:
         validate: ValidateObject = _allow,
         dry_run: bool = False,
         manager: FieldTracker | None = None,
+        check: CheckObject | None = None,
     ) -> HubObject:
         """Create `obj` (a hub object already through mutating admission).
 
         With a `manager`, metadata.managedFields records the fields it set (untracked otherwise).
+        `check` adds the versioned object's schema and rule errors to the same 422.
         """
         generated = not obj.metadata.get("name") and bool(obj.metadata.get("generateName"))
         self._prepare_create(obj)
@@ -214,7 +222,7 @@ class Store:
         for attempt in range(GENERATE_NAME_ATTEMPTS):
             if generated:
                 obj.metadata["name"] = self.name_generator(obj.metadata["generateName"])
-            self._validate_create(obj)
+            self._validate_create(obj, check)
             await validate(obj, None)
             name = obj.metadata["name"]
             key = self.key(obj.metadata.get("namespace", ""), name)
@@ -289,8 +297,10 @@ class Store:
         dry_run: bool = False,
         strategy: Strategy | None = None,
         manager: FieldTracker | None = None,
+        check: CheckObject | None = None,
     ) -> tuple[HubObject, bool]:
-        """Replace or patch one object; returns (object, created)."""
+        """Replace or patch one object; returns (object, created). `check`: as for create, with the
+        stored object on update."""
         strategy = strategy or self.strategy
         key = self.key(namespace, name)
         created = False
@@ -305,7 +315,7 @@ class Store:
                 self._check_identity(obj, namespace, name)
                 self._prepare_create(obj)
                 self._track(None, obj, manager)
-                self._validate_create(obj)
+                self._validate_create(obj, check)
                 await validate_create(obj, None)
                 created = True
                 return self.codec.encode(obj)
@@ -320,7 +330,8 @@ class Store:
             errs += validate_object_meta(
                 obj.metadata, namespaced=self.strategy.namespaced, name_fn=self.strategy.validate_name
             )
-            errs += strategy.validate_update(obj, old)
+            schema_errs = check(obj, old) if check is not None else []
+            errs += schema_errs or self._ratchet(strategy.validate_update(obj, old), obj, old)
             errs += self._scale_errors(obj)
             if errs:
                 raise errors.invalid(self.group_kind, name, errs)
@@ -343,6 +354,17 @@ class Store:
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
         return self._decode(kv), created
+
+    def _ratchet(self, errs: FieldErrors, obj: HubObject, old: HubObject) -> FieldErrors:
+        """Validation ratcheting (KEP-4008) for the strategy's errors too: they repeat schema bounds on
+        the hub, so an unchanged old value must pass them as it passes the schema. Their paths are
+        the hub's, compared in the storage version (the hub's shape for the kinds declared here; a
+        path that does not resolve is compared at the whole object, so it is reported)."""
+        if not errs:
+            return errs
+        version = self.codec.kind.storage_version
+        new_data, old_data = self.codec.to_version(obj, version), self.codec.to_version(old, version)
+        return ratchet(errs, new_data, old_data, self.codec.kind.versions[version].schema)
 
     def _track(self, live: HubObject | None, obj: HubObject, manager: FieldTracker | None) -> None:
         """After the strategy prepared `obj`, so ownership follows what is actually stored."""

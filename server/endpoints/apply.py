@@ -48,8 +48,9 @@ from registry.generic.server_side_apply import (
 from server.admission.sinks import admission_options, request_sinks
 from server.authz.interface import AuthzAttributes
 from server.endpoints import body as bodies
-from server.endpoints.decode import decode_object
+from server.endpoints.decode import decode_write
 from server.endpoints.query import dry_run, field_validation, force
+from server.endpoints.schema_check import SchemaCheck
 from server.endpoints.scope import ResourceScope
 from server.endpoints.write import _admit, _output, _respond, _set_namespace, _validator
 from server.request_info import RequestInfo
@@ -160,7 +161,10 @@ async def apply_object(request: web.Request, scope: ResourceScope, info: Request
                 f"uid mismatch: the provided object specified uid {merged['metadata']['uid']}, "
                 "and no existing object was found",
             )
-        obj, _ = decode_object(scope, merged, field_validation="Ignore")
+        decoded = decode_write(scope, merged, field_validation="Ignore")
+        obj = decoded.hub
+        check.decoded = decoded  # a retry after a conflict decodes again
+        check.warnings.clear()
         _set_namespace(scope, obj, info)
         operation = Operation.CREATE if old is None else Operation.UPDATE
         # kube's patcher hands webhooks CreateOptions or UpdateOptions, whichever the apply became.
@@ -170,6 +174,7 @@ async def apply_object(request: web.Request, scope: ResourceScope, info: Request
         return await _admit(scope, attrs)
 
     validate_write = _validator(scope, request, info, dry=dry, options_kind="UpdateOptions")
+    check = SchemaCheck(scope)
 
     async def validate_create(obj: HubObject, old: HubObject | None) -> None:
         await _authorize_create(request, scope, info)
@@ -185,8 +190,9 @@ async def apply_object(request: web.Request, scope: ResourceScope, info: Request
         dry_run=dry,
         strategy=scope.subresources.get(info.subresource),
         manager=tracker,
+        check=check,
     )
-    return _respond(output, scope, result, 201 if created else 200, warnings)
+    return _respond(output, scope, result, 201 if created else 200, warnings + check.warnings)
 
 
 async def _authorize_create(request: web.Request, scope: ResourceScope, info: RequestInfo) -> None:

@@ -9,11 +9,12 @@ decoder converts only into the version the endpoint was installed for).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from apis.meta import errors
 from apis.meta.errors import GroupKind, StatusError
-from apis.meta.field import ErrorType, invalid
+from apis.meta.field import ErrorType, FieldError, invalid
 from apis.meta.schemas import OBJECT_META
 from apis.runtime.kinds import HubObject
 from apis.schema.defaults import apply_defaults
@@ -48,6 +49,18 @@ def check_type(scope: ResourceScope, data: Any) -> str:
     return version
 
 
+@dataclass(slots=True)
+class Decoded:
+    """A decoded write: the hub object, and the versioned data whose schema errors are still to be
+    reported, with the strategy's and the CEL rules' in one 422 (kube validates a custom resource
+    in its strategy, after defaulting, all in one list)."""
+
+    hub: HubObject
+    warnings: list[str]
+    data: dict[str, Any]
+    errors: list[FieldError] = field(default_factory=list)
+
+
 def decode_object(
     scope: ResourceScope,
     data: Any,
@@ -56,9 +69,23 @@ def decode_object(
     duplicates: list[str] = (),  # type: ignore[assignment]
     patch: str | None = None,
 ) -> tuple[HubObject, list[str]]:
-    """Returns (hub, warnings).
+    """Returns (hub, warnings); schema errors are a 422 here (see `decode_write` for writes that
+    report them together with the other validation errors)."""
+    decoded = decode_write(scope, data, field_validation=field_validation, duplicates=duplicates, patch=patch)
+    if decoded.errors:
+        raise errors.invalid(scope.group_kind, _name(decoded.data), decoded.errors)
+    return decoded.hub, decoded.warnings
 
-    `patch` is the patched object as JSON when `data` is the result of a patch: kube's patch handler
+
+def decode_write(
+    scope: ResourceScope,
+    data: Any,
+    *,
+    field_validation: str,
+    duplicates: list[str] = (),  # type: ignore[assignment]
+    patch: str | None = None,
+) -> Decoded:
+    """`patch` is the patched object as JSON when `data` is the result of a patch: kube's patch handler
     turns every decoding error of the patched object (strict or not) into a 422 with an empty kind
     and name and one cause `patch` carrying that JSON (handlers/patch.go applyPatchToCurrentObject).
     """
@@ -70,12 +97,14 @@ def decode_object(
         raise errors.invalid(GroupKind("", ""), "", [invalid("patch", patch, e.message)]) from None
 
 
-def _decode(
-    scope: ResourceScope, data: Any, field_validation: str, duplicates: list[str]
-) -> tuple[HubObject, list[str]]:
+def _name(data: Any) -> str:
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    return str(meta.get("name", "")) if isinstance(meta, dict) else ""
+
+
+def _decode(scope: ResourceScope, data: Any, field_validation: str, duplicates: list[str]) -> Decoded:
     version = check_type(scope, data)
     schema = scope.kind.versions[version].schema
-    name = data.get("metadata", {}).get("name", "") if isinstance(data.get("metadata"), dict) else ""
     unknown = prune(data, schema)
     warnings: list[str] = []
     if unknown or duplicates:
@@ -90,9 +119,14 @@ def _decode(
     apply_defaults(data, schema)
     _check_object_meta(data)
     errs = validate(data, schema)
-    if errs:
-        raise errors.invalid(scope.group_kind, name, errs)
-    return scope.codec.from_version(data, version), warnings
+    try:
+        hub = scope.codec.from_version(data, version)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        if not errs:
+            raise
+        # Too malformed to become a hub object: the schema errors are all that can be reported.
+        raise errors.invalid(scope.group_kind, _name(data), errs) from None
+    return Decoded(hub, warnings, data, errs)
 
 
 def _check_object_meta(data: dict[str, Any]) -> None:

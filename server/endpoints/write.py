@@ -27,24 +27,23 @@ from registry.generic.admission import Attributes, Operation
 from registry.generic.managed_fields import FieldManager, manager_from_user_agent
 from server.admission.sinks import admission_options, request_sinks
 from server.endpoints import body as bodies
-from server.endpoints.decode import decode_object
+from server.endpoints.decode import Decoded, decode_write
 from server.endpoints.negotiation import JSON, YAML, Output, body_media_type, negotiate_output
 from server.endpoints.patch import json_patch, merge_patch, strategic_merge, strategic_patch_document
 from server.endpoints.query import dry_run, field_validation
 from server.endpoints.render import render_object
+from server.endpoints.schema_check import SchemaCheck
 from server.endpoints.scope import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ResourceScope
 from server.request_info import RequestInfo
 from server.request_state import USER
 from server.responses import add_warning, object_response
 
 
-async def _read_object(
-    request: web.Request, scope: ResourceScope, validation: str
-) -> tuple[HubObject, list[str]]:
+async def _read_object(request: web.Request, scope: ResourceScope, validation: str) -> Decoded:
     media = body_media_type(request.headers.get("Content-Type"), (JSON, YAML))
     raw = await bodies.read_body(request)
     data, duplicates = bodies.decode(raw, media, track_duplicates=validation != "Ignore")
-    return decode_object(scope, bodies.plain(data), field_validation=validation, duplicates=duplicates)
+    return decode_write(scope, bodies.plain(data), field_validation=validation, duplicates=duplicates)
 
 
 def _set_namespace(scope: ResourceScope, obj: HubObject, info: RequestInfo) -> None:
@@ -120,7 +119,8 @@ async def create_object(request: web.Request, scope: ResourceScope, info: Reques
     manager = _field_manager(request, scope, info, "CreateOptions")
     dry = dry_run(request.query, "CreateOptions")
     validation = field_validation(request.query, "CreateOptions")
-    obj, warnings = await _read_object(request, scope, validation)
+    decoded = await _read_object(request, scope, validation)
+    obj = decoded.hub
     _set_namespace(scope, obj, info)
     user = request.get(USER, ANONYMOUS)
     sinks = request_sinks(request)
@@ -132,8 +132,9 @@ async def create_object(request: web.Request, scope: ResourceScope, info: Reques
     )
     obj = await _admit(scope, attrs)
     validate = _validator(scope, request, info, dry=dry, options_kind="UpdateOptions")
-    created = await scope.store.create(obj, validate=validate, dry_run=dry, manager=manager)
-    return _respond(output, scope, created, 201, warnings)
+    check = SchemaCheck(scope, decoded)
+    created = await scope.store.create(obj, validate=validate, dry_run=dry, manager=manager, check=check)
+    return _respond(output, scope, created, 201, decoded.warnings + check.warnings)
 
 
 async def update_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
@@ -141,10 +142,12 @@ async def update_object(request: web.Request, scope: ResourceScope, info: Reques
     manager = _field_manager(request, scope, info, "UpdateOptions")
     dry = dry_run(request.query, "UpdateOptions")
     validation = field_validation(request.query, "UpdateOptions")
-    obj, warnings = await _read_object(request, scope, validation)
+    decoded = await _read_object(request, scope, validation)
+    obj = decoded.hub
     _set_namespace(scope, obj, info)
     user = request.get(USER, ANONYMOUS)
     sinks = request_sinks(request)
+    check = SchemaCheck(scope, decoded)
 
     async def updated(old: HubObject | None) -> HubObject:
         new = copy.deepcopy(obj)
@@ -163,8 +166,9 @@ async def update_object(request: web.Request, scope: ResourceScope, info: Reques
         dry_run=dry,
         strategy=scope.subresources.get(info.subresource),
         manager=manager,
+        check=check,
     )
-    return _respond(output, scope, result, 201 if created else 200, warnings)
+    return _respond(output, scope, result, 201 if created else 200, decoded.warnings + check.warnings)
 
 
 async def patch_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
@@ -189,6 +193,7 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
         "UpdateOptions", dry_run=dry, field_manager=request.query.get("fieldManager", "")
     )
     warnings: list[str] = []
+    check = SchemaCheck(scope)
 
     async def updated(old: HubObject | None) -> HubObject:
         nonlocal warnings
@@ -205,9 +210,10 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
                 json_patch(current, document) if patch_type == JSON_PATCH else merge_patch(current, document)
             )
             cause = orjson.dumps(patched).decode()
-        obj, warnings = decode_object(
-            scope, patched, field_validation=validation, duplicates=dups, patch=cause
-        )
+        decoded = decode_write(scope, patched, field_validation=validation, duplicates=dups, patch=cause)
+        obj, warnings = decoded.hub, decoded.warnings
+        check.decoded = decoded  # a retry after a conflict decodes again
+        check.warnings.clear()
         _set_namespace(scope, obj, info)  # kube's rest.BeforeUpdate applies to patches too
         attrs = scope.attributes(
             info, user, Operation.UPDATE, obj, old, dry_run=dry, sinks=sinks, options=options
@@ -222,5 +228,6 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
         dry_run=dry,
         strategy=scope.subresources.get(info.subresource),
         manager=manager,
+        check=check,
     )
-    return _respond(output, scope, result, 200, warnings)
+    return _respond(output, scope, result, 200, warnings + check.warnings)

@@ -210,7 +210,8 @@ def test_label_annotate_patch(kube: ServerProcess) -> None:
 def test_edit(kube: ServerProcess, tmp_path: Path) -> None:
     kube.kubectl("create", "-f", "-", input=_topping("edit-dill", 3))
     editor = tmp_path / "editor.sh"
-    editor.write_text('#!/bin/sh\nsed -i "s/cost: 3/cost: 7/" "$1"\n')
+    # At most double in one update (the transition rule on spec.cost).
+    editor.write_text('#!/bin/sh\nsed -i "s/cost: 3/cost: 6/" "$1"\n')
     editor.chmod(0o755)
     env = {**kube.env, "KUBE_EDITOR": str(editor)}
     result = subprocess.run(
@@ -219,15 +220,15 @@ def test_edit(kube: ServerProcess, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert f"topping.{GROUP}/edit-dill edited" in result.stdout
     got = _get(kube, "topping", "edit-dill")
-    assert (got["spec"], got["metadata"]["generation"]) == ({"cost": 7}, 2)
+    assert (got["spec"], got["metadata"]["generation"]) == ({"cost": 6}, 2)
     # An edit the server refuses leaves the object as it was.
-    editor.write_text('#!/bin/sh\nsed -i "s/cost: 7/cost: -7/" "$1"\n')
+    editor.write_text('#!/bin/sh\nsed -i "s/cost: 6/cost: -6/" "$1"\n')
     result = subprocess.run(
         ["kubectl", "edit", "topping", "edit-dill"], capture_output=True, text=True, env=env, timeout=60
     )
     assert result.returncode != 0
     assert f'toppings.{GROUP} "edit-dill" is invalid' in result.stderr
-    assert _get(kube, "topping", "edit-dill")["spec"] == {"cost": 7}
+    assert _get(kube, "topping", "edit-dill")["spec"] == {"cost": 6}
 
 
 def test_apply_twice_is_unchanged(kube: ServerProcess, tmp_path: Path) -> None:

@@ -286,11 +286,11 @@ async def test_informer_survives_restarts_and_relists_on_410(cluster: Cluster) -
         async with _writer(cluster) as writer:
             await writer.create("t6")
             await writer.delete("t2")
-            await writer.patch("t3", 3)
+            await writer.patch("t3", 2)  # at most double (the cost rule)
             await _settled(informer, writer)
         assert informer.lists == 1 and informer.expired == 0
         assert informer.watches > watches and informer.failures >= 1
-        assert informer.cache["t3"]["spec"] == {"cost": 3}
+        assert informer.cache["t3"]["spec"] == {"cost": 2}
 
         # 3. Bookmarks kept it moving between watches that ended by timeout.
         await asyncio.sleep(WATCH_SECONDS + 1)
@@ -303,7 +303,7 @@ async def test_informer_survives_restarts_and_relists_on_410(cluster: Cluster) -
         await cluster.start()
         async with _writer(cluster) as writer:
             await writer.create("t7")
-            await writer.patch("t4", 4)
+            await writer.patch("t4", 2)
             await writer.delete("t5")
         await cluster.stop()
         compacted = await cluster.compact_offline()
@@ -314,7 +314,7 @@ async def test_informer_survives_restarts_and_relists_on_410(cluster: Cluster) -
             final = await _settled(informer, writer)
             assert informer.expired >= 1 and informer.lists == 2
             assert set(final) == {"t0", "t3", "t4", "t6", "t7"}
-            assert informer.cache["t4"]["spec"] == {"cost": 4}
+            assert informer.cache["t4"]["spec"] == {"cost": 2}
             # And it keeps watching after the relist.
             await writer.delete("t0")
             await _settled(informer, writer)

@@ -193,7 +193,9 @@ async def test_paging_while_writing_is_one_snapshot(any_api) -> None:
         writes = 0
         while not stop.is_set():
             target = names[writes % len(names)]
-            r = await api.patch(api.toppings_path("v1beta1", target), {"spec": {"cost": 100 + writes}}, MERGE)
+            r = await api.patch(
+                api.toppings_path("v1beta1", target), {"spec": {"cost": 1 + writes / 1000}}, MERGE
+            )
             assert r.status == 200, r
             if writes % 5 == 0:
                 await api.create_toppings(f"new{writes}")

@@ -33,6 +33,7 @@ async def test_objects_moving_in_and_out_of_the_selector(any_api) -> None:
     the revision of the change); one that enters → ADDED; DELETED carries the final state."""
     api = any_api
     rv = await _rv(api)
+    # Costs change by at most double per update: the transition rule on spec.cost.
     params = {"watch": "true", "resourceVersion": rv, "labelSelector": "hot=yes", "timeoutSeconds": "30"}
     async with api.session.get(api.toppings_path(), params=params) as stream:
         assert stream.status == 200
@@ -45,7 +46,7 @@ async def test_objects_moving_in_and_out_of_the_selector(any_api) -> None:
         )
         await api.patch(api.toppings_path("v1beta1", "chili"), {"spec": {"cost": 4}}, MERGE)  # unseen
         await api.patch(api.toppings_path("v1beta1", "mild"), {"metadata": {"labels": {"hot": "yes"}}}, MERGE)
-        modified = await api.patch(api.toppings_path("v1beta1", "mild"), {"spec": {"cost": 5}}, MERGE)
+        modified = await api.patch(api.toppings_path("v1beta1", "mild"), {"spec": {"cost": 2}}, MERGE)
         deleted = await api.delete(api.toppings_path("v1beta1", "mild"))
         assert deleted.status == 200
         events = await api.read_events(stream, 5)
@@ -62,7 +63,7 @@ async def test_objects_moving_in_and_out_of_the_selector(any_api) -> None:
     assert leaving["metadata"]["resourceVersion"] == left.body["metadata"]["resourceVersion"]
     assert events[3]["object"]["metadata"]["resourceVersion"] == modified.body["metadata"]["resourceVersion"]
     final = events[4]["object"]
-    assert final["spec"] == {"cost": 5} and final["metadata"]["labels"] == {"hot": "yes"}
+    assert final["spec"] == {"cost": 2} and final["metadata"]["labels"] == {"hot": "yes"}
     assert int(final["metadata"]["resourceVersion"]) > int(modified.body["metadata"]["resourceVersion"])
 
 
@@ -123,7 +124,7 @@ async def test_resume_from_any_retained_revision(any_api) -> None:
     rv = await _rv(api)
     for name in ("a", "b"):
         await api.create_toppings(name)
-        await api.patch(api.toppings_path("v1beta1", name), {"spec": {"cost": 3}}, MERGE)
+        await api.patch(api.toppings_path("v1beta1", name), {"spec": {"cost": 2}}, MERGE)
     await api.delete(api.toppings_path("v1beta1", "a"))
     params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "30"}
     async with api.session.get(api.toppings_path(), params=params) as stream:
@@ -178,7 +179,7 @@ async def test_bookmark_moves_past_events_the_selector_filtered_out(any_api) -> 
     }
     async with api.session.get(api.toppings_path(), params=params) as stream:
         await api.create_toppings("a", "b")
-        last = await api.patch(api.toppings_path("v1beta1", "b"), {"spec": {"cost": 9}}, MERGE)
+        last = await api.patch(api.toppings_path("v1beta1", "b"), {"spec": {"cost": 2}}, MERGE)
         events = await api.read_to_end(stream, timeout=10)
     assert [e["type"] for e in events] == ["BOOKMARK"]
     assert events[0]["object"]["metadata"]["resourceVersion"] == last.body["metadata"]["resourceVersion"]
@@ -242,10 +243,10 @@ async def test_legacy_watch_from_zero_replays_state_without_bookmark(any_api) ->
     params = {"watch": "true", "resourceVersion": "0", "allowWatchBookmarks": "true", "timeoutSeconds": "30"}
     async with api.session.get(api.toppings_path(), params=params) as stream:
         initial = await api.read_events(stream, 2)
-        await api.patch(api.toppings_path("v1beta1", "a"), {"spec": {"cost": 7}}, MERGE)
+        await api.patch(api.toppings_path("v1beta1", "a"), {"spec": {"cost": 2}}, MERGE)
         [live] = await api.read_events(stream, 1)
     assert _summary(initial) == [("ADDED", "a"), ("ADDED", "b")]
-    assert (live["type"], live["object"]["spec"]) == ("MODIFIED", {"cost": 7})
+    assert (live["type"], live["object"]["spec"]) == ("MODIFIED", {"cost": 2})
 
 
 async def test_watch_too_old_with_selector_is_an_error_event(storage_api) -> None:

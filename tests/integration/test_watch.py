@@ -96,16 +96,16 @@ async def test_watch_single_object_by_name(api) -> None:
     }
     async with api.session.get(api.toppings_path(), params=params) as stream:
         await api.patch(
-            api.toppings_path("v1beta1", "a"), {"spec": {"cost": 5}}, "application/merge-patch+json"
+            api.toppings_path("v1beta1", "a"), {"spec": {"cost": 1.5}}, "application/merge-patch+json"
         )
         await api.patch(
-            api.toppings_path("v1beta1", "b"), {"spec": {"cost": 6}}, "application/merge-patch+json"
+            api.toppings_path("v1beta1", "b"), {"spec": {"cost": 2}}, "application/merge-patch+json"
         )
         [event] = await api.read_events(stream, 1)
     assert (event["type"], event["object"]["metadata"]["name"], event["object"]["spec"]) == (
         "MODIFIED",
         "b",
-        {"cost": 6},
+        {"cost": 2},
     )
     # The legacy /watch/ path prefix works, too.
     async with api.session.get(

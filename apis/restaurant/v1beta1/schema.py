@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from apis.meta.schemas import object_schema
+from apis.restaurant.rules import COST_MAY_AT_MOST_DOUBLE, PORTIONS_MESSAGE
 from apis.restaurant.validation import MAX_QUANTITY, MAX_REPLICAS, MAX_TOPPINGS
 
 DEFAULT_QUANTITY = 1
@@ -27,7 +28,11 @@ TOPPING_SCHEMA: dict[str, Any] = object_schema(
                 "cost": {
                     "type": "number",
                     "minimum": 0,
-                    "description": "cost is the cost of one portion of this topping.",
+                    "description": (
+                        "cost is the cost of one portion of this topping. "
+                        "An update may at most double it (rule: self <= oldSelf * 2.0)."
+                    ),
+                    "x-kubernetes-validations": [COST_MAY_AT_MOST_DOUBLE],
                 },
             },
         },
@@ -40,7 +45,13 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
     {
         "spec": {
             "type": "object",
-            "description": "PizzaSpec is the specification of a pizza.",
+            "description": f"PizzaSpec is the specification of a pizza. Rule: {PORTIONS_MESSAGE}.",
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.toppings) || self.toppings.map(t, t.quantity).sum() <= 30",
+                    "message": PORTIONS_MESSAGE,
+                }
+            ],
             # An empty object as default lets the toppings default below apply when spec is omitted
             # altogether: defaulting runs top-down (KEP-575).
             "default": {},

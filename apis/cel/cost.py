@@ -1,0 +1,190 @@
+"""Cost of an expression, as kube limits it: estimated from size bounds, or from the actual values.
+
+cel-go estimates a checked AST's worst case (checker/cost.go) from the declared sizes of its inputs;
+kube refuses a rule whose estimate exceeds its per-expression limit, and at runtime stops a rule whose
+*tracked* cost exceeds the per-call limit or the request's budget. No Python engine tracks cost, so
+the same walk is done twice: at startup over the schema's bounds (`Shape`s from maxItems/maxLength),
+and before each evaluation over the actual values (`value_shape`), which bounds what the evaluation
+can cost before it runs. The unit costs follow cel-go's: 1 per identifier, field access, call and
+iteration; 0.1 per character or element a string/list operation traverses; 10 to build a list.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from apis.cel import ast
+
+STRING_TRAVERSAL = 0.1
+LIST_CREATE = 10.0
+MAP_CREATE = 30.0
+# Functions whose cost is proportional to the size of their receiver/first argument.
+_TRAVERSING = frozenset(
+    {
+        "contains",
+        "startsWith",
+        "endsWith",
+        "matches",
+        "find",
+        "findAll",
+        "indexOf",
+        "lastIndexOf",
+        "lowerAscii",
+        "upperAscii",
+        "replace",
+        "split",
+        "substring",
+        "trim",
+        "join",
+        "charAt",
+        "format",
+        "string",
+        "_==_",
+        "_!=_",
+    }
+)
+_LIST_WALKS = frozenset({"sum", "min", "max", "isSorted", "@in"})
+
+
+class Shape(Protocol):
+    """What the estimator knows of a value: its largest size and the shapes of its parts."""
+
+    def max_size(self) -> float: ...
+
+    def field(self, name: str) -> Shape: ...
+
+    def item(self) -> Shape: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Sized:
+    """A value known only by its size (a literal, a function result)."""
+
+    size: float = 1.0
+    items: Shape | None = None
+
+    def max_size(self) -> float:
+        return self.size
+
+    def field(self, name: str) -> Shape:
+        return SCALAR
+
+    def item(self) -> Shape:
+        return self.items or SCALAR
+
+
+SCALAR = Sized(1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class _ValueShape:
+    value: Any
+
+    def max_size(self) -> float:
+        v = self.value
+        return float(len(v)) if isinstance(v, str | bytes | list | dict) else 1.0
+
+    def field(self, name: str) -> Shape:
+        v = self.value
+        return _ValueShape(v.get(name)) if isinstance(v, dict) else SCALAR
+
+    def item(self) -> Shape:
+        v = self.value
+        if isinstance(v, list) and v:
+            return _LargestItem(tuple(_ValueShape(x) for x in v))
+        if isinstance(v, dict) and v:
+            return _LargestItem(tuple(_ValueShape(k) for k in v))
+        return SCALAR
+
+
+@dataclass(frozen=True, slots=True)
+class _LargestItem:
+    """Every item of a list at once: an iteration costs at most what its largest item costs."""
+
+    shapes: tuple[Shape, ...]
+
+    def max_size(self) -> float:
+        return max(s.max_size() for s in self.shapes)
+
+    def field(self, name: str) -> Shape:
+        return _LargestItem(tuple(s.field(name) for s in self.shapes))
+
+    def item(self) -> Shape:
+        return _LargestItem(tuple(s.item() for s in self.shapes))
+
+
+def value_shape(value: Any) -> Shape:
+    return _ValueShape(value)
+
+
+def estimate(node: ast.Node, variables: dict[str, Shape]) -> float:
+    """Worst-case cost of `node` given the shapes of the variables it reads."""
+    cost, _ = _walk(node, dict(variables))
+    return cost
+
+
+def _walk(node: ast.Node, scope: dict[str, Shape]) -> tuple[float, Shape]:
+    if isinstance(node, ast.Const):
+        return 0.0, Sized(float(node.size) if node.kind in ("string", "bytes") else 1.0)
+    if isinstance(node, ast.Ident):
+        return 1.0, scope.get(node.name, SCALAR)
+    if isinstance(node, ast.Select):
+        cost, shape = _walk(node.operand, scope)
+        return cost + (0.0 if node.test_only else 1.0), SCALAR if node.test_only else shape.field(node.field)
+    if isinstance(node, ast.CreateList):
+        parts = [_walk(e, scope) for e in node.elements]
+        largest = max((s.max_size() for _, s in parts), default=1.0)
+        return LIST_CREATE + sum(c for c, _ in parts), Sized(float(len(parts)), Sized(largest))
+    if isinstance(node, ast.CreateStruct):
+        return MAP_CREATE + sum(_walk(v, scope)[0] for v in node.values), Sized(float(len(node.values)))
+    if isinstance(node, ast.Comprehension):
+        return _comprehension(node, scope)
+    if isinstance(node, ast.Call):
+        return _call(node, scope)
+    return 1.0, SCALAR
+
+
+def _comprehension(node: ast.Comprehension, scope: dict[str, Shape]) -> tuple[float, Shape]:
+    range_cost, range_shape = _walk(node.iter_range, scope)
+    count = range_shape.max_size()
+    inner = dict(scope)
+    inner[node.iter_var] = range_shape.item()
+    init_cost, _ = _walk(node.accu_init, inner)
+    # The accumulator of map()/filter() grows up to the range's size.
+    inner[node.accu_var] = Sized(count, range_shape.item())
+    cond_cost, _ = _walk(node.loop_condition, inner)
+    step_cost, _ = _walk(node.loop_step, inner)
+    result_cost, result_shape = _walk(node.result, inner)
+    return range_cost + init_cost + count * (cond_cost + step_cost) + result_cost, result_shape
+
+
+def _call(node: ast.Call, scope: dict[str, Shape]) -> tuple[float, Shape]:
+    parts = [_walk(a, scope) for a in ((node.target,) if node.target is not None else ()) + node.args]
+    cost = sum(c for c, _ in parts)
+    shapes = [s for _, s in parts]
+    fn = node.function
+    sizes = [s.max_size() for s in shapes]
+    if fn == "_+_" and shapes:
+        total = sum(sizes)
+        # Concatenation copies both sides (0.1 per element/character); numbers cost 1.
+        return cost + max(1.0, math.ceil(STRING_TRAVERSAL * total)), Sized(total, shapes[0].item())
+    if fn in _LIST_WALKS and shapes:
+        walked = sizes[-1] if fn == "@in" else sizes[0]
+        return cost + 1.0 + walked, SCALAR
+    if fn.startswith("sets.") and len(sizes) == 2:
+        return cost + 1.0 + sizes[0] * sizes[1], SCALAR
+    if fn in _TRAVERSING and shapes:
+        traversed = sum(sizes)
+        result = (
+            Sized(traversed)
+            if fn in ("format", "string", "replace", "join", "lowerAscii", "upperAscii")
+            else SCALAR
+        )
+        if fn in ("split", "findAll"):
+            result = Sized(sizes[0], Sized(sizes[0]))
+        return cost + 1.0 + math.ceil(STRING_TRAVERSAL * traversed), result
+    if fn == "_[_]" and shapes:
+        return cost + 1.0, shapes[0].item()
+    return cost + 1.0, SCALAR
