@@ -116,7 +116,8 @@ async def test_no_acknowledged_write_is_lost_when_the_server_is_killed(tmp_path:
 
 async def test_conflicting_writers_increment_exactly_once_each(api_server: RunningServer) -> None:
     async with api_server.session() as api, asyncio.timeout(BOUND):
-        r = await api.post(TOPPINGS, json=_topping("counter", 0))
+        # Starts at 100: the cost rule lets a cost at most double per update, so 0 → 1 would be refused.
+        r = await api.post(TOPPINGS, json=_topping("counter", 100))
         assert r.status == 201
 
         async def increment() -> int:
@@ -132,7 +133,7 @@ async def test_conflicting_writers_increment_exactly_once_each(api_server: Runni
 
         conflicts = await asyncio.gather(*(increment() for _ in range(50)))
         final = await (await api.get(f"{TOPPINGS}/counter")).json()
-        assert final["spec"]["cost"] == 50
+        assert final["spec"]["cost"] == 150
         assert sum(conflicts) > 0, "the writers really did conflict"
 
 
