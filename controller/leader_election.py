@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import urllib3
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
@@ -78,6 +79,14 @@ class LeaseElector:
                     return
 
     def try_acquire_or_renew(self) -> bool:
+        """One attempt; False when the lease is someone else's or the API could not be reached."""
+        try:
+            return self._try_acquire_or_renew()
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            logger.info("lease %s/%s: %s", self.namespace, self.name, err)
+            return False
+
+    def _try_acquire_or_renew(self) -> bool:
         leases = client.CoordinationV1Api(self.api)
         now = datetime.now(UTC)
         try:
@@ -138,8 +147,8 @@ class LeaseElector:
             lease.spec.renew_time = now
             lease.spec.acquire_time = now
             leases.replace_namespaced_lease(self.name, self.namespace, lease)
-        except ApiException as err:
-            logger.info("releasing lease %s/%s: %s", self.namespace, self.name, err.reason)
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as err:
+            logger.info("releasing lease %s/%s: %s", self.namespace, self.name, err)
 
 
 def _resource_version(lease: client.V1Lease) -> str:
