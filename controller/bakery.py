@@ -33,7 +33,7 @@ class Bakery:
     toppings: Informer  # cache keys are names: toppings are cluster-scoped
     requeue_after: Callable[[str, float], None]
     bake_delay: float = 0.0
-    writes: int = 0  # status applies sent (tests check that an unchanged pizza is not written)
+    writes: int = 0  # status applies attempted (tests check that an unchanged pizza is not written)
     # key → (replicas being baked, monotonic time baking started)
     _baking: dict[str, tuple[int, float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -48,8 +48,9 @@ class Bakery:
         desired, wait = self.desired_status(key, pizza, current)
         if any(current.get(f) != desired.get(f) for f in OWNED):
             meta = pizza["metadata"]
+            with self._lock:
+                self.writes += 1  # counted before the write is visible, so a reader never sees it early
             apply_pizza_status(self.api, meta["namespace"], meta["name"], desired)
-            self.writes += 1
         if wait is not None:
             self.requeue_after(key, wait)
 
