@@ -1,9 +1,5 @@
-"""The reconciler's desired status, without a server: pricing, observedGeneration, the bake delay.
-
-(The replicas fields come with the /scale work on branch scale-openapi; these tests drive the logic
-with pizzas as that schema shapes them. Against a real server the replicas path is untested until
-that branch lands.)
-"""
+"""The reconciler's desired status, without a server: pricing, observedGeneration, the bake delay's
+rules in detail (test_controller.py bakes against a real server through kubectl scale)."""
 
 from __future__ import annotations
 

@@ -18,10 +18,6 @@ from tests.controller.running import Restaurant, eventually, running_controller
 from tests.fixtures.etcd import free_port
 from tests.fixtures.server import ServerProcess, server_args, start_server_process
 
-# Status is written by server-side apply on /status: without it (branch ssa not merged yet) the
-# server answers 415 and these tests cannot pass; they run as soon as it is there.
-pytest.importorskip("registry.generic.server_side_apply", reason="needs server-side apply (branch ssa)")
-
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
@@ -81,6 +77,20 @@ def test_cost_is_computed_and_follows_topping_costs(server: ServerProcess, resta
         restaurant.pizza("plain", {"salami": 1})
         assert eventually(lambda: restaurant.status("plain").get("cost") == 1.5, "plain priced")
         assert controller.bakery.writes == writes + 1
+
+
+def test_replicas_are_baked_after_the_delay(server: ServerProcess, restaurant: Restaurant) -> None:
+    """status.replicas follows spec.replicas (set through /scale, as kubectl scale does) once baked."""
+    restaurant.topping("salami", 1)
+    restaurant.pizza("p", {"salami": 1})
+    with running_controller(server.kubeconfig, bake_delay=1.0):
+        assert eventually(lambda: restaurant.status("p").get("cost") == 1, "p priced")
+        assert "replicas" not in restaurant.status("p")  # no spec.replicas, no status.replicas
+        server.kubectl("scale", "pizza", "p", "--replicas=3")
+        assert eventually(lambda: restaurant.status("p").get("replicas") == 3, "3 baked")
+        assert restaurant.status("p")["observedGeneration"] == restaurant.get("p")["metadata"]["generation"]
+        server.kubectl("patch", "pizza", "p", "--type=merge", "-p", '{"spec":{"replicas":null}}')
+        assert eventually(lambda: "replicas" not in restaurant.status("p"), "replicas removed")
 
 
 def test_relists_after_a_server_restart_and_410(tmp_path: Path) -> None:

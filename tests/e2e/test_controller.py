@@ -17,9 +17,6 @@ import pytest
 from tests.fixtures.server import REPO, ServerProcess, start_server_process
 
 pytestmark = pytest.mark.e2e
-# Status is written by server-side apply on /status: without it (branch ssa not merged yet) the
-# server answers 415 and these tests cannot pass; they run as soon as it is there.
-pytest.importorskip("registry.generic.server_side_apply", reason="needs server-side apply (branch ssa)")
 WAIT = "--timeout=90s"  # a loaded machine: the bound of `kubectl wait`, not a target
 
 
