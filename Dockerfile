@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # The pizza-apiserver image: `docker build -t pizza-apiserver:0.1.0 .` (BuildKit, the default builder
-# since Docker 23). Kubernetes manifests: deploy/ (kubectl apply -k deploy/).
+# since Docker 23). Kubernetes manifests: deploy/ (kubectl apply -k deploy/). The image also holds the
+# `pizza-controller` console script (deploy/controller/).
 ARG PYTHON_IMAGE=python:3.11-slim
 
 # Build stage: one wheel for the project and one per dependency, so the runtime stage installs offline
@@ -12,6 +13,7 @@ WORKDIR /src
 COPY pyproject.toml ./
 # The packages pyproject.toml ships ([tool.setuptools.packages.find] include).
 COPY apis/ apis/
+COPY controller/ controller/
 COPY registry/ registry/
 COPY server/ server/
 COPY storage/ storage/

@@ -80,6 +80,12 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
                     "minimum": 0,
                     "description": "cost is the cost of the whole pizza including all toppings.",
                 },
+                "observedGeneration": {
+                    "type": "integer",
+                    "format": "int64",
+                    "minimum": 0,
+                    "description": "observedGeneration is the metadata.generation this status was made from.",
+                },
             },
         },
     },

@@ -120,6 +120,12 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
                     "minimum": 0,
                     "description": "replicas is how many of this pizza are baked.",
                 },
+                "observedGeneration": {
+                    "type": "integer",
+                    "format": "int64",
+                    "minimum": 0,
+                    "description": "observedGeneration is the metadata.generation this status was made from.",
+                },
             },
         },
     },
