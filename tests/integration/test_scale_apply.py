@@ -164,3 +164,45 @@ async def test_openapi_scale_patch_consumes_apply(api: Api) -> None:
     for version in ("v1alpha1", "v1beta1"):
         item = doc["paths"][f"/apis/{GROUP}/{version}/namespaces/{{namespace}}/pizzas/{{name}}/scale"]
         assert APPLY in item["patch"]["consumes"]
+
+
+async def test_apply_scale_before_first_apply_no_op_and_v1alpha1(api: Api) -> None:
+    await _pizza(api, 2)
+    # Nobody owns anything any more: the Scale's current fields are recorded as before-first-apply
+    # first (skipNonAppliedManager), which then owns the replicas a different value conflicts with.
+    r = await api.patch(
+        api.pizzas_path("v1beta1", "p"),
+        {"metadata": {"managedFields": []}},
+        MERGE,
+        params={"fieldManager": "x"},
+    )
+    assert r.status == 200 and "managedFields" not in r.body["metadata"], r
+    r = await apply_scale(api, scale_config(3), "hpa")
+    assert r.status == 409, r
+    assert r.body["details"]["causes"][0]["message"] == (
+        'conflict with "before-first-apply" with subresource "scale" using autoscaling/v1'
+    )
+    r = await apply_scale(api, scale_config(3), "hpa", force="true")
+    assert r.status == 200, r
+    pizza = (await api.get(api.pizzas_path("v1beta1", "p"))).body
+    assert list(owners(pizza)) == [("hpa", "Apply", "scale")]
+
+    # Applying the same config again writes nothing.
+    rv = pizza["metadata"]["resourceVersion"]
+    r = await apply_scale(api, scale_config(3), "hpa")
+    assert r.status == 200, r
+    assert r.body["metadata"]["resourceVersion"] == rv
+
+    # Through v1alpha1 (replicas in an annotation there) the owner is recorded in the version that
+    # has the field, as every /scale write is.
+    r = await api.patch(
+        api.pizzas_path("v1alpha1", "p") + "/scale",
+        json.dumps(scale_config(4)),
+        APPLY,
+        params={"fieldManager": "alpha", "force": "true"},
+    )
+    assert r.status == 200 and r.body["spec"] == {"replicas": 4}, r
+    pizza = (await api.get(api.pizzas_path("v1beta1", "p"))).body
+    alpha = owners(pizza)[("alpha", "Apply", "scale")]
+    assert alpha["apiVersion"] == f"{GROUP}/v1beta1" and alpha["fieldsV1"] == REPLICAS
+    assert ("hpa", "Apply", "scale") not in owners(pizza)
