@@ -6,8 +6,8 @@ written, and the write goes through the *main* strategy and validation (status k
 bumped, the kind's bounds enforced: 422 naming the object's field).
 
 `update_scale` takes the change as a function of the current Scale, so every way of writing a Scale
-(PUT, the patch types, and later server-side apply) shares one read-project-write loop, retried by
-the Store on conflicts.
+(PUT, the patch types, server-side apply) shares one read-project-write loop, retried by the Store
+on conflicts. Apply also moves field ownership across the projection (registry/generic/scale_fields).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from apis.meta import errors
 from apis.runtime.kinds import HubObject, KindInfo
 from apis.runtime.scale import ScaleSubresource, scale_of, spec_replicas, write_path
 from registry.generic.managed_fields import FieldManager
+from registry.generic.scale_fields import ScaleFields
 from registry.generic.store import Store, ValidateObject
 
 # kube's invalidSpecReplicas: the smallest int32 marks "the object has no replicas" in the Scale a
@@ -72,9 +73,15 @@ async def update_scale(
     validate_update: ValidateObject | None = None,
     dry_run: bool = False,
     manager: FieldManager | None = None,
+    fields: ScaleFields | None = None,
 ) -> dict[str, Any]:
     """kube's ScaleREST.Update: the object's current Scale → `change` → spec.replicas (and the
-    resourceVersion precondition, when the new Scale carries one) written back into the object."""
+    resourceVersion precondition, when the new Scale carries one) written back into the object.
+
+    With `fields` (server-side apply), ownership is computed on the Scale as kube's
+    scaleUpdatedObjectInfo does: the current Scale carries the parent's entries seen as a Scale's,
+    the managedFields of the Scale `change` returns go back to the parent through `fields`, which
+    then sets them on what is stored (and `manager` is not used)."""
     scale = declaration(store)
 
     async def updated(obj: HubObject | None) -> HubObject:
@@ -85,7 +92,13 @@ async def update_scale(
         current = scale_of(obj, scale)
         if spec_replicas(obj, scale) is None:
             current["spec"]["replicas"] = UNSET_REPLICAS
+        parent_entries = obj.metadata.get("managedFields")
+        if fields is not None:
+            current["metadata"]["managedFields"] = fields.to_scale(parent_entries)
         new_scale = await change(current)
+        if fields is not None:
+            scale_entries = (new_scale.get("metadata") or {}).pop("managedFields", None)
+            fields.entries = fields.to_parent(parent_entries, scale_entries)
         replicas = (new_scale.get("spec") or {}).get("replicas", 0)
         if replicas == UNSET_REPLICAS:
             raise errors.bad_request(f'the spec replicas field "{scale.spec_replicas_path}" cannot be empty')
@@ -95,7 +108,7 @@ async def update_scale(
             obj.metadata["resourceVersion"] = resource_version
         return await admit(obj, old) if admit is not None else obj
 
-    kwargs: dict[str, Any] = {"dry_run": dry_run, "manager": manager}
+    kwargs: dict[str, Any] = {"dry_run": dry_run, "manager": fields if fields is not None else manager}
     if validate_update is not None:
         kwargs["validate_update"] = validate_update
     result, _ = await store.update(namespace, name, updated, **kwargs)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -57,8 +58,8 @@ from server.request_info import RequestInfo
 from server.request_state import AUTHORIZER, USER
 
 
-def _apply_request(request: web.Request, scope: ResourceScope, info: RequestInfo) -> ApplyRequest:
-    """ValidatePatchOptions for an apply patch."""
+def apply_manager(request: web.Request) -> str:
+    """ValidatePatchOptions for an apply patch: `fieldManager` is required and checked."""
     name = request.query.get("fieldManager", "")
     errs: list[FieldError] = []
     if not name:
@@ -66,6 +67,11 @@ def _apply_request(request: web.Request, scope: ResourceScope, info: RequestInfo
     errs += validate_field_manager(name, Path("fieldManager"))
     if errs:
         raise errors.invalid(GroupKind("meta.k8s.io", "PatchOptions"), "", errs)
+    return name
+
+
+def _apply_request(request: web.Request, scope: ResourceScope, info: RequestInfo) -> ApplyRequest:
+    name = apply_manager(request)
     strategy = scope.subresources.get(info.subresource) or scope.store.strategy
     reset = FieldSet.of(*((field_element(f),) for f in strategy.reset_fields))
     return ApplyRequest(
@@ -77,19 +83,35 @@ def _apply_request(request: web.Request, scope: ResourceScope, info: RequestInfo
     )
 
 
-def _config(
-    scope: ResourceScope, document: Any, validation: str, duplicates: list[str]
+@dataclass(frozen=True, slots=True)
+class ConfigType:
+    """What an endpoint applies: the config's apiVersion and kind, and the schema that types it."""
+
+    api_version: str
+    kind: str
+    schema: dict[str, Any]
+    group_kind: GroupKind
+
+
+def scope_config_type(scope: ResourceScope) -> ConfigType:
+    return ConfigType(
+        scope.api_version, scope.kind.kind, scope.kind.versions[scope.version].schema, scope.group_kind
+    )
+
+
+def check_config(
+    expected: ConfigType, document: Any, validation: str, duplicates: list[str]
 ) -> tuple[dict[str, Any], list[str]]:
     """versionCheckManager and structuredMergeManager's checks, then the schema's view of the config."""
     data = document if isinstance(document, dict) else {}
     meta = data.get("metadata")
     api_version, kind = str(data.get("apiVersion") or ""), str(data.get("kind") or "")
-    if api_version != scope.api_version or kind != scope.kind.kind:
+    if api_version != expected.api_version or kind != expected.kind:
         group, _, version = api_version.rpartition("/")
         raise errors.bad_request(f"invalid object type: {group}/{version}, Kind={kind}")
     if isinstance(meta, dict) and meta.get("managedFields") is not None:
         raise errors.bad_request("metadata.managedFields must be nil")
-    schema = scope.kind.versions[scope.version].schema
+    schema = expected.schema
     unknown = prune(data, schema)
     warnings: list[str] = []
     if validation == "Strict" and duplicates:
@@ -109,7 +131,7 @@ def _config(
     type_errors = [e for e in validate(data, schema) if e.type is ErrorType.TYPE_INVALID]
     if type_errors:
         name = meta.get("name", "") if isinstance(meta, dict) else ""
-        raise errors.invalid(scope.group_kind, str(name), type_errors)
+        raise errors.invalid(expected.group_kind, str(name), type_errors)
     return data, warnings
 
 
@@ -122,11 +144,8 @@ def _drop_nulls(value: Any) -> Any:
     return value
 
 
-async def apply_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
-    output = _output(request)
-    apply = _apply_request(request, scope, info)
-    dry = dry_run(request.query, "PatchOptions")
-    validation = field_validation(request.query, "PatchOptions")
+async def read_apply_patch(request: web.Request, validation: str) -> tuple[Any, list[str]]:
+    """The body is YAML (so JSON too): 400 `error decoding patch: …`; duplicates per `validation`."""
     raw = await bodies.read_body(request)
     try:
         document, duplicates = bodies.decode(raw, bodies.YAML_TYPE, track_duplicates=validation != "Ignore")
@@ -134,16 +153,25 @@ async def apply_object(request: web.Request, scope: ResourceScope, info: Request
         raise errors.bad_request(
             e.message.replace("error decoding body:", "error decoding patch:", 1)
         ) from None
-    document = bodies.plain(document)
+    return bodies.plain(document), duplicates
+
+
+async def apply_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
+    output = _output(request)
+    apply = _apply_request(request, scope, info)
+    dry = dry_run(request.query, "PatchOptions")
+    validation = field_validation(request.query, "PatchOptions")
+    document, duplicates = await read_apply_patch(request, validation)
     user = request.get(USER, ANONYMOUS)
     sinks = request_sinks(request)
     tracker = AppliedFields()
     types = CodecTypes(scope.codec)
+    expected = scope_config_type(scope)
     warnings: list[str] = []
 
     async def updated(old: HubObject | None) -> HubObject:
         nonlocal warnings
-        config, warnings = _config(scope, copy.deepcopy(document), validation, duplicates)
+        config, warnings = check_config(expected, copy.deepcopy(document), validation, duplicates)
         live = scope.codec.to_version(old, scope.version) if old is not None else None
         try:
             result = apply_config(types, live, config, apply, now=now_rfc3339())

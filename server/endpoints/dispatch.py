@@ -17,6 +17,7 @@ from server.endpoints.apply import apply_object
 from server.endpoints.delete import delete_collection, delete_object
 from server.endpoints.read import get_object, list_objects
 from server.endpoints.scale import get_scale, patch_scale, replace_scale
+from server.endpoints.scale_apply import apply_scale
 from server.endpoints.scope import APPLY_PATCH, APIRegistry, ResourceScope
 from server.endpoints.watch import watch_objects
 from server.endpoints.write import create_object, patch_object, update_object
@@ -26,13 +27,22 @@ from server.request_state import REQUEST_INFO
 Handler = Callable[[web.Request, ResourceScope, RequestInfo], Awaitable[web.StreamResponse]]
 
 
-
 async def patch_or_apply(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.StreamResponse:
     """One verb, two mechanisms: server-side apply is a PATCH with its own content type."""
     content_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
     if content_type == APPLY_PATCH and APPLY_PATCH in scope.patch_types:
         return await apply_object(request, scope, info)
     return await patch_object(request, scope, info)
+
+
+async def patch_or_apply_scale(
+    request: web.Request, scope: ResourceScope, info: RequestInfo
+) -> web.StreamResponse:
+    """The same split on /scale, where apply merges an autoscaling/v1 Scale (scale_apply.py)."""
+    content_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+    if content_type == APPLY_PATCH and APPLY_PATCH in scope.patch_types:
+        return await apply_scale(request, scope, info)
+    return await patch_scale(request, scope, info)
 
 
 _COLLECTION: dict[str, Handler] = {
@@ -50,7 +60,7 @@ _OBJECT: dict[str, Handler] = {
 }
 _SUBRESOURCE: dict[str, Handler] = {"get": get_object, "update": update_object, "patch": patch_or_apply}
 # /scale speaks autoscaling/v1 Scale, not the kind (a kind declares it: KindInfo.scale).
-_SCALE: dict[str, Handler] = {"get": get_scale, "update": replace_scale, "patch": patch_scale}
+_SCALE: dict[str, Handler] = {"get": get_scale, "update": replace_scale, "patch": patch_or_apply_scale}
 
 API_REGISTRY = web.AppKey("api_registry", APIRegistry)
 

@@ -6,8 +6,8 @@ follow `fieldValidation`) and hand the change to registry/generic/scale.py, whic
 object, projects it to a Scale and writes spec.replicas back through the kind's main strategy.
 
 Admission sees the parent object with subresource "scale" (kube hands admission the Scale; the
-plugins here read hub objects, as they do for /status). Server-side apply on /scale is not served
-here yet (415): it will compute its Scale through the same `update_scale`.
+plugins here read hub objects, as they do for /status). Server-side apply on /scale is
+scale_apply.py, through the same `update_scale`.
 """
 
 from __future__ import annotations
@@ -21,22 +21,21 @@ from aiohttp import web
 from apis.autoscaling import v1 as autoscaling
 from apis.meta import errors
 from apis.meta.errors import GroupKind, StatusError
-from apis.meta.field import FieldError, Path, forbidden, invalid
+from apis.meta.field import invalid
 from apis.meta.user import ANONYMOUS
-from apis.meta.validation import validate_field_manager
 from apis.runtime.kinds import HubObject
 from apis.schema.prune import prune
 from apis.schema.strategic_merge import go_format
 from apis.schema.validate import validate
 from registry.generic.admission import Attributes, Operation
-from registry.generic.managed_fields import FieldManager, manager_from_user_agent
 from registry.generic.scale import manager_version, read_scale, update_scale
 from server.admission.sinks import admission_options, request_sinks
 from server.endpoints import body as bodies
+from server.endpoints.field_manager import field_manager
 from server.endpoints.negotiation import JSON, YAML, body_media_type, negotiate_output
 from server.endpoints.patch import json_patch, merge_patch, strategic_merge, strategic_patch_document
 from server.endpoints.query import dry_run, field_validation
-from server.endpoints.scope import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ResourceScope
+from server.endpoints.scope import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ResourceScope
 from server.request_info import RequestInfo
 from server.request_state import USER
 from server.responses import add_warning, object_response
@@ -45,11 +44,16 @@ from server.responses import add_warning, object_response
 SCALE_PATCH_TYPES: tuple[str, ...] = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH)
 
 
+def scale_patch_types(scope: ResourceScope) -> tuple[str, ...]:
+    """The Scale's patch types, and apply wherever the server serves it (scale_apply.py)."""
+    return SCALE_PATCH_TYPES + ((APPLY_PATCH,) if APPLY_PATCH in scope.patch_types else ())
+
+
 def _pretty(request: web.Request) -> bool:
     return request.query.get("pretty", "") in ("1", "true", "True")
 
 
-def _respond(request: web.Request, scale: dict[str, Any], warnings: Sequence[str] = ()) -> web.Response:
+def respond(request: web.Request, scale: dict[str, Any], warnings: Sequence[str] = ()) -> web.Response:
     output = negotiate_output(request.headers.get("Accept"), allow_transforms=())
     response = object_response(scale, content_type=output.content_type, pretty=_pretty(request))
     for text in warnings:
@@ -106,23 +110,7 @@ def decode_scale(
     return data, warnings
 
 
-def _field_manager(
-    request: web.Request, scope: ResourceScope, info: RequestInfo, options_kind: str
-) -> FieldManager:
-    """The same rules as every write (write.py): 422 on a bad name, else the User-Agent's product;
-    recorded in the version that has the replicas field."""
-    name = request.query.get("fieldManager", "")
-    errs: list[FieldError] = []
-    if options_kind == "PatchOptions" and "force" in request.query:
-        errs.append(forbidden("force", "may not be specified for non-apply patch"))
-    errs += validate_field_manager(name, Path("fieldManager"))
-    if errs:
-        raise errors.invalid(GroupKind("meta.k8s.io", options_kind), "", errs)
-    name = name or manager_from_user_agent(request.headers.get("User-Agent", ""))
-    return FieldManager(name, manager_version(scope.kind, scope.version), info.subresource)
-
-
-def _admission(request: web.Request, scope: ResourceScope, info: RequestInfo, dry: bool):
+def admission(request: web.Request, scope: ResourceScope, info: RequestInfo, dry: bool):
     user = request.get(USER, ANONYMOUS)
     sinks = request_sinks(request)
     # kube hands webhooks a write to /scale with UpdateOptions, as any update.
@@ -153,12 +141,12 @@ async def get_scale(request: web.Request, scope: ResourceScope, info: RequestInf
     scale = await read_scale(
         scope.store, info.namespace, info.name, resource_version=request.query.get("resourceVersion", "")
     )
-    return _respond(request, scale)
+    return respond(request, scale)
 
 
 async def replace_scale(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
     negotiate_output(request.headers.get("Accept"), allow_transforms=())
-    manager = _field_manager(request, scope, info, "UpdateOptions")
+    manager = field_manager(request, info, "UpdateOptions", manager_version(scope.kind, scope.version))
     dry = dry_run(request.query, "UpdateOptions")
     validation = field_validation(request.query, "UpdateOptions")
     media = body_media_type(request.headers.get("Content-Type"), (JSON, YAML))
@@ -169,7 +157,7 @@ async def replace_scale(request: web.Request, scope: ResourceScope, info: Reques
     async def change(_current: dict[str, Any]) -> dict[str, Any]:
         return scale
 
-    admit, validate_update = _admission(request, scope, info, dry)
+    admit, validate_update = admission(request, scope, info, dry)
     result = await update_scale(
         scope.store,
         info.namespace,
@@ -180,15 +168,15 @@ async def replace_scale(request: web.Request, scope: ResourceScope, info: Reques
         dry_run=dry,
         manager=manager,
     )
-    return _respond(request, result, warnings)
+    return respond(request, result, warnings)
 
 
 async def patch_scale(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
     patch_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
-    if patch_type not in SCALE_PATCH_TYPES:
-        raise errors.unsupported_media_type(", ".join(SCALE_PATCH_TYPES))
+    if patch_type not in scale_patch_types(scope):
+        raise errors.unsupported_media_type(", ".join(scale_patch_types(scope)))
     negotiate_output(request.headers.get("Accept"), allow_transforms=())
-    manager = _field_manager(request, scope, info, "PatchOptions")
+    manager = field_manager(request, info, "PatchOptions", manager_version(scope.kind, scope.version))
     dry = dry_run(request.query, "PatchOptions")
     validation = field_validation(request.query, "PatchOptions")
     raw = await bodies.read_body(request)
@@ -221,7 +209,7 @@ async def patch_scale(request: web.Request, scope: ResourceScope, info: RequestI
             raise errors.invalid(GroupKind("", ""), "", [invalid("patch", cause, e.message)]) from None
         return scale
 
-    admit, validate_update = _admission(request, scope, info, dry)
+    admit, validate_update = admission(request, scope, info, dry)
     result = await update_scale(
         scope.store,
         info.namespace,
@@ -232,4 +220,4 @@ async def patch_scale(request: web.Request, scope: ResourceScope, info: RequestI
         dry_run=dry,
         manager=manager,
     )
-    return _respond(request, result, warnings)
+    return respond(request, result, warnings)

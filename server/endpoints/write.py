@@ -17,17 +17,14 @@ import orjson
 from aiohttp import web
 
 from apis.meta import errors
-from apis.meta.errors import GroupKind
-from apis.meta.field import FieldError, Path, forbidden
 from apis.meta.user import ANONYMOUS
-from apis.meta.validation import validate_field_manager
 from apis.runtime.kinds import HubObject
 from apis.schema.strategic_merge import go_format
 from registry.generic.admission import Attributes, Operation
-from registry.generic.managed_fields import FieldManager, manager_from_user_agent
 from server.admission.sinks import admission_options, request_sinks
 from server.endpoints import body as bodies
 from server.endpoints.decode import Decoded, decode_write
+from server.endpoints.field_manager import field_manager
 from server.endpoints.negotiation import JSON, YAML, Output, body_media_type, negotiate_output
 from server.endpoints.patch import json_patch, merge_patch, strategic_merge, strategic_patch_document
 from server.endpoints.query import dry_run, field_validation
@@ -83,21 +80,6 @@ def _validator(
     return validate
 
 
-def _field_manager(
-    request: web.Request, scope: ResourceScope, info: RequestInfo, options_kind: str
-) -> FieldManager:
-    """ValidateFieldManager on the parameter (422 on *Options, like kube), then kube's default."""
-    name = request.query.get("fieldManager", "")
-    errs: list[FieldError] = []
-    if options_kind == "PatchOptions" and "force" in request.query:
-        errs.append(forbidden("force", "may not be specified for non-apply patch"))
-    errs += validate_field_manager(name, Path("fieldManager"))
-    if errs:
-        raise errors.invalid(GroupKind("meta.k8s.io", options_kind), "", errs)
-    name = name or manager_from_user_agent(request.headers.get("User-Agent", ""))
-    return FieldManager(name, scope.version, info.subresource)
-
-
 def _output(request: web.Request) -> Output:
     """kube negotiates the response type before anything else: a 406 must never follow a write."""
     return negotiate_output(request.headers.get("Accept"), allow_transforms=())
@@ -116,7 +98,7 @@ def _respond(
 
 async def create_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
     output = _output(request)
-    manager = _field_manager(request, scope, info, "CreateOptions")
+    manager = field_manager(request, info, "CreateOptions", scope.version)
     dry = dry_run(request.query, "CreateOptions")
     validation = field_validation(request.query, "CreateOptions")
     decoded = await _read_object(request, scope, validation)
@@ -139,7 +121,7 @@ async def create_object(request: web.Request, scope: ResourceScope, info: Reques
 
 async def update_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
     output = _output(request)
-    manager = _field_manager(request, scope, info, "UpdateOptions")
+    manager = field_manager(request, info, "UpdateOptions", scope.version)
     dry = dry_run(request.query, "UpdateOptions")
     validation = field_validation(request.query, "UpdateOptions")
     decoded = await _read_object(request, scope, validation)
@@ -176,7 +158,7 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
     if patch_type not in scope.patch_types:
         raise errors.unsupported_media_type(", ".join(scope.patch_types))
     output = _output(request)
-    manager = _field_manager(request, scope, info, "PatchOptions")
+    manager = field_manager(request, info, "PatchOptions", scope.version)
     dry = dry_run(request.query, "PatchOptions")
     validation = field_validation(request.query, "PatchOptions")
     raw = await bodies.read_body(request)

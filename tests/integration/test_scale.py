@@ -78,11 +78,10 @@ async def test_get_put_patch_scale(any_api) -> None:
     assert r.body["spec"] == {}  # Go's omitempty on ScaleSpec.replicas
     r = await api.get(api.pizzas_path("v1beta1", "margherita"))
     assert r.body["spec"]["replicas"] == 0
-    # Apply on /scale is not served yet.
-    r = await api.patch(
-        scale_path(api, "margherita"), {"spec": {"replicas": 1}}, "application/apply-patch+yaml"
-    )
+    # Apply is served too (tests/integration/test_scale_apply.py); another type is a 415.
+    r = await api.patch(scale_path(api, "margherita"), "{}", "application/xml")
     assert r.status == 415, r
+    assert "application/apply-patch+yaml" in r.body["message"]
 
 
 async def test_scale_validation_and_errors(api) -> None:

@@ -1,0 +1,32 @@
+"""Who a write is recorded as: the `fieldManager` parameter, checked as kube checks it, else the
+User-Agent's product (kube's managerOrUserAgent).
+
+One function for every non-apply write, the kind's own endpoints (write.py) and the /scale
+subresource (scale.py) alike, so both answer the same 422 for the same parameters; they differ only
+in the version the manager's fields are recorded in.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from apis.meta import errors
+from apis.meta.errors import GroupKind
+from apis.meta.field import FieldError, Path, forbidden
+from apis.meta.validation import validate_field_manager
+from registry.generic.managed_fields import FieldManager, manager_from_user_agent
+from server.request_info import RequestInfo
+
+
+def field_manager(request: web.Request, info: RequestInfo, options_kind: str, version: str) -> FieldManager:
+    """ValidateFieldManager on the parameter (422 on `options_kind`, like kube), `force` refused on a
+    non-apply patch, then kube's default from the User-Agent; recorded in `version`."""
+    name = request.query.get("fieldManager", "")
+    errs: list[FieldError] = []
+    if options_kind == "PatchOptions" and "force" in request.query:
+        errs.append(forbidden("force", "may not be specified for non-apply patch"))
+    errs += validate_field_manager(name, Path("fieldManager"))
+    if errs:
+        raise errors.invalid(GroupKind("meta.k8s.io", options_kind), "", errs)
+    name = name or manager_from_user_agent(request.headers.get("User-Agent", ""))
+    return FieldManager(name, version, info.subresource)
