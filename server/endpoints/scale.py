@@ -28,7 +28,9 @@ from apis.schema.prune import prune
 from apis.schema.strategic_merge import go_format
 from apis.schema.validate import validate
 from registry.generic.admission import Attributes, Operation
-from registry.generic.scale import manager_version, read_scale, update_scale
+from registry.generic.managed_fields import FieldManager
+from registry.generic.scale import ScaleChange, manager_version, read_scale, update_scale
+from registry.generic.scale_fields import ScaleFields
 from server.admission.sinks import admission_options, request_sinks
 from server.endpoints import body as bodies
 from server.endpoints.field_manager import field_manager
@@ -136,6 +138,31 @@ def admission(request: web.Request, scope: ResourceScope, info: RequestInfo, dry
     return admit, validate_update
 
 
+async def write_scale(
+    request: web.Request,
+    scope: ResourceScope,
+    info: RequestInfo,
+    change: ScaleChange,
+    *,
+    dry: bool,
+    manager: FieldManager | None = None,
+    fields: ScaleFields | None = None,
+) -> dict[str, Any]:
+    """Every write to /scale (PUT, patch, apply): admission around the read → change → write loop."""
+    admit, validate_update = admission(request, scope, info, dry)
+    return await update_scale(
+        scope.store,
+        info.namespace,
+        info.name,
+        change,
+        admit=admit,
+        validate_update=validate_update,
+        dry_run=dry,
+        manager=manager,
+        fields=fields,
+    )
+
+
 async def get_scale(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
     negotiate_output(request.headers.get("Accept"), allow_transforms=())
     scale = await read_scale(
@@ -157,17 +184,7 @@ async def replace_scale(request: web.Request, scope: ResourceScope, info: Reques
     async def change(_current: dict[str, Any]) -> dict[str, Any]:
         return scale
 
-    admit, validate_update = admission(request, scope, info, dry)
-    result = await update_scale(
-        scope.store,
-        info.namespace,
-        info.name,
-        change,
-        admit=admit,
-        validate_update=validate_update,
-        dry_run=dry,
-        manager=manager,
-    )
+    result = await write_scale(request, scope, info, change, dry=dry, manager=manager)
     return respond(request, result, warnings)
 
 
@@ -209,15 +226,5 @@ async def patch_scale(request: web.Request, scope: ResourceScope, info: RequestI
             raise errors.invalid(GroupKind("", ""), "", [invalid("patch", cause, e.message)]) from None
         return scale
 
-    admit, validate_update = admission(request, scope, info, dry)
-    result = await update_scale(
-        scope.store,
-        info.namespace,
-        info.name,
-        change,
-        admit=admit,
-        validate_update=validate_update,
-        dry_run=dry,
-        manager=manager,
-    )
+    result = await write_scale(request, scope, info, change, dry=dry, manager=manager)
     return respond(request, result, warnings)

@@ -20,13 +20,13 @@ from apis.autoscaling import v1 as autoscaling
 from apis.meta import errors
 from apis.meta.errors import GroupKind
 from registry.generic.metadata import now_rfc3339
-from registry.generic.scale import declaration, manager_version, update_scale
+from registry.generic.scale import declaration, manager_version
 from registry.generic.scale_fields import ScaleFields, ScaleTypes, replicas_paths
 from registry.generic.server_side_apply import ApplyConflicts, ApplyRequest, apply_config
 from server.endpoints.apply import ConfigType, apply_manager, check_config, read_apply_patch
 from server.endpoints.negotiation import negotiate_output
 from server.endpoints.query import dry_run, field_validation, force
-from server.endpoints.scale import admission, decode_scale, respond
+from server.endpoints.scale import decode_scale, respond, write_scale
 from server.endpoints.scope import ResourceScope
 from server.request_info import RequestInfo
 
@@ -68,15 +68,5 @@ async def apply_scale(request: web.Request, scope: ResourceScope, info: RequestI
         scale["metadata"]["managedFields"] = result.managed_fields
         return scale
 
-    admit, validate_update = admission(request, scope, info, dry)
-    result = await update_scale(
-        scope.store,
-        info.namespace,
-        info.name,
-        change,
-        admit=admit,
-        validate_update=validate_update,
-        dry_run=dry,
-        fields=fields,
-    )
+    result = await write_scale(request, scope, info, change, dry=dry, fields=fields)
     return respond(request, result, warnings)
