@@ -16,10 +16,20 @@ from typing import Any
 
 import jsonpatch
 import jsonpointer
+import orjson
 
 from apis.meta import errors
 from apis.meta.errors import StatusError
-from apis.schema.strategic_merge import BadPatchFormat, PatchError, UnprocessablePatch, strategic_merge_patch
+from apis.schema.strategic_merge import (
+    BadPatchFormat,
+    PatchError,
+    UnprocessablePatch,
+    go_format,
+    strategic_merge_patch,
+)
+from server.endpoints import body as bodies
+from server.endpoints.negotiation import JSON
+from server.endpoints.scope import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 
 MAX_JSON_PATCH_OPERATIONS = 10_000
 _REJECTED = "the server rejected our request due to an error in our request"
@@ -83,3 +93,25 @@ def strategic_merge(
         raise StatusError(422, "Invalid", _REJECTED, {}) from None
     except PatchError as e:
         raise StatusError(422, "Invalid", f"the strategic merge patch cannot be applied: {e}", {}) from None
+
+
+def patch_document(raw: bytes, patch_type: str, *, track_duplicates: bool) -> tuple[Any, list[str]]:
+    """A non-apply patch body as kube reads it, and the keys it repeats (for fieldValidation)."""
+    document, duplicates = bodies.decode(raw, JSON, track_duplicates=track_duplicates)
+    document = bodies.plain(document)
+    if patch_type == MERGE_PATCH and not isinstance(document, dict):
+        raise errors.bad_request("the body of a merge patch must be a JSON object")
+    if patch_type == STRATEGIC_MERGE_PATCH:
+        document = strategic_patch_document(document)
+    return document, duplicates
+
+
+def apply_patch(
+    patch_type: str, current: dict[str, Any], document: Any, schema: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """The patched object, and how kube's applyPatchToObject names the patch in a decoding error:
+    the patch itself (Go's %v) for a strategic merge, the patched object for the others."""
+    if patch_type == STRATEGIC_MERGE_PATCH:
+        return strategic_merge(current, document, schema), go_format(document)
+    patched = json_patch(current, document) if patch_type == JSON_PATCH else merge_patch(current, document)
+    return patched, orjson.dumps(patched).decode()

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
 from aiohttp import web
 
 from apis.autoscaling import v1 as autoscaling
@@ -25,7 +24,6 @@ from apis.meta.field import invalid
 from apis.meta.user import ANONYMOUS
 from apis.runtime.kinds import HubObject
 from apis.schema.prune import prune
-from apis.schema.strategic_merge import go_format
 from apis.schema.validate import validate
 from registry.generic.admission import Attributes, Operation
 from registry.generic.managed_fields import FieldManager
@@ -35,7 +33,7 @@ from server.admission.sinks import admission_options, request_sinks
 from server.endpoints import body as bodies
 from server.endpoints.field_manager import field_manager
 from server.endpoints.negotiation import JSON, YAML, body_media_type, negotiate_output
-from server.endpoints.patch import json_patch, merge_patch, strategic_merge, strategic_patch_document
+from server.endpoints.patch import apply_patch, patch_document
 from server.endpoints.query import dry_run, field_validation
 from server.endpoints.scope import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ResourceScope
 from server.request_info import RequestInfo
@@ -197,24 +195,12 @@ async def patch_scale(request: web.Request, scope: ResourceScope, info: RequestI
     dry = dry_run(request.query, "PatchOptions")
     validation = field_validation(request.query, "PatchOptions")
     raw = await bodies.read_body(request)
-    document, duplicates = bodies.decode(raw, JSON, track_duplicates=validation != "Ignore")
-    document = bodies.plain(document)
-    if patch_type == MERGE_PATCH and not isinstance(document, dict):
-        raise errors.bad_request("the body of a merge patch must be a JSON object")
-    if patch_type == STRATEGIC_MERGE_PATCH:
-        document = strategic_patch_document(document)
+    document, duplicates = patch_document(raw, patch_type, track_duplicates=validation != "Ignore")
     warnings: list[str] = []
 
     async def change(current: dict[str, Any]) -> dict[str, Any]:
         nonlocal warnings
-        if patch_type == STRATEGIC_MERGE_PATCH:
-            patched = strategic_merge(current, document, autoscaling.SCALE_SCHEMA)
-            cause = go_format(document)
-        else:
-            patched = (
-                json_patch(current, document) if patch_type == JSON_PATCH else merge_patch(current, document)
-            )
-            cause = orjson.dumps(patched).decode()
+        patched, cause = apply_patch(patch_type, current, document, autoscaling.SCALE_SCHEMA)
         try:
             scale, warnings = decode_scale(
                 patched, info, validation, duplicates if patch_type != JSON_PATCH else []

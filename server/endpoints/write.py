@@ -13,24 +13,22 @@ from __future__ import annotations
 
 import copy
 
-import orjson
 from aiohttp import web
 
 from apis.meta import errors
 from apis.meta.user import ANONYMOUS
 from apis.runtime.kinds import HubObject
-from apis.schema.strategic_merge import go_format
 from registry.generic.admission import Attributes, Operation
 from server.admission.sinks import admission_options, request_sinks
 from server.endpoints import body as bodies
 from server.endpoints.decode import Decoded, decode_write
 from server.endpoints.field_manager import field_manager
 from server.endpoints.negotiation import JSON, YAML, Output, body_media_type, negotiate_output
-from server.endpoints.patch import json_patch, merge_patch, strategic_merge, strategic_patch_document
+from server.endpoints.patch import apply_patch, patch_document
 from server.endpoints.query import dry_run, field_validation
 from server.endpoints.render import render_object
 from server.endpoints.schema_check import SchemaCheck
-from server.endpoints.scope import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ResourceScope
+from server.endpoints.scope import JSON_PATCH, ResourceScope
 from server.request_info import RequestInfo
 from server.request_state import USER
 from server.responses import add_warning, object_response
@@ -162,12 +160,7 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
     dry = dry_run(request.query, "PatchOptions")
     validation = field_validation(request.query, "PatchOptions")
     raw = await bodies.read_body(request)
-    document, duplicates = bodies.decode(raw, JSON, track_duplicates=validation != "Ignore")
-    document = bodies.plain(document)
-    if patch_type == MERGE_PATCH and not isinstance(document, dict):
-        raise errors.bad_request("the body of a merge patch must be a JSON object")
-    if patch_type == STRATEGIC_MERGE_PATCH:
-        document = strategic_patch_document(document)
+    document, duplicates = patch_document(raw, patch_type, track_duplicates=validation != "Ignore")
     user = request.get(USER, ANONYMOUS)
     sinks = request_sinks(request)
     # kube sends a patch's options to webhooks as UpdateOptions.
@@ -183,15 +176,8 @@ async def patch_object(request: web.Request, scope: ResourceScope, info: Request
             raise errors.not_found(scope.resource, info.name)
         current = scope.codec.to_version(old, scope.version)
         dups = duplicates if patch_type != JSON_PATCH else []
-        if patch_type == STRATEGIC_MERGE_PATCH:
-            patched = strategic_merge(current, document, scope.kind.versions[scope.version].schema)
-            # kube's applyPatchToObject names the patch (not the patched object) in a decoding error.
-            cause = go_format(document)
-        else:
-            patched = (
-                json_patch(current, document) if patch_type == JSON_PATCH else merge_patch(current, document)
-            )
-            cause = orjson.dumps(patched).decode()
+        schema = scope.kind.versions[scope.version].schema
+        patched, cause = apply_patch(patch_type, current, document, schema)
         decoded = decode_write(scope, patched, field_validation=validation, duplicates=dups, patch=cause)
         obj, warnings = decoded.hub, decoded.warnings
         check.decoded = decoded  # a retry after a conflict decodes again
