@@ -30,9 +30,10 @@ from server.admission.options import (
     AdmissionOptions,
 )
 from server.admission.webhook.calls import ClientManager
+from server.admission.webhook.conditions import CelConditions
 from server.admission.webhook.credentials import WebhookCredentials
 from server.admission.webhook.hooks import MUTATING_PATH, VALIDATING_PATH, HookSource
-from server.admission.webhook.matching import CelUnavailable, ConditionEvaluator, Matcher
+from server.admission.webhook.matching import ConditionEvaluator, Matcher
 from server.admission.webhook.plugins import MutatingWebhook, ValidatingWebhook
 from server.cluster.connections import ClusterConnections
 from server.cluster.informer import SharedInformers
@@ -154,7 +155,7 @@ async def start_admission(
     webhooks = [options.enabled(MUTATING_WEBHOOK), options.enabled(VALIDATING_WEBHOOK)]
     if any(webhooks):
         admission.clients = ClientManager(credentials)
-        matcher = Matcher(namespaces, client, conditions or CelUnavailable())
+        matcher = Matcher(namespaces, client, conditions or CelConditions())
         for enabled, path, mutating in (
             (webhooks[0], MUTATING_PATH, True),
             (webhooks[1], VALIDATING_PATH, False),

@@ -1,9 +1,10 @@
 """Webhooks that fail: timeouts, nobody listening, invalid answers; failurePolicy; dry run and sideEffects;
-matchConditions without a CEL engine; and the metrics kube keeps about all of it."""
+matchConditions evaluated with CEL; and the metrics kube keeps about all of it."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import socket
 from pathlib import Path
 from typing import Any
@@ -209,44 +210,53 @@ async def test_v1beta1_review_and_unknown_versions(control_plane: ControlPlane, 
     assert review["apiVersion"] == "admission.k8s.io/v1beta1"
 
 
-async def test_match_conditions_follow_the_failure_policy(
-    control_plane: ControlPlane, tmp_path: Path
-) -> None:
-    """Until the CEL engine lands, a hook with matchConditions is treated as an evaluation error:
-    Fail → 403 (kube's text for condition errors), Ignore → the hook is skipped."""
-    conditions = [{"name": "not-dry", "expression": "!request.dryRun"}]
+async def test_match_conditions_decide_with_cel(control_plane: ControlPlane, tmp_path: Path) -> None:
+    """kube's rule: a false condition skips the hook, all true call it, and an error (here a key the
+    object lacks) goes to the failure policy: Ignore skips the hook, Fail is a 403 with kube's text."""
+    named = [{"name": "only-called", "expression": "object.metadata.name.startsWith('called')"}]
+    broken = [{"name": "no-such", "expression": "object.spec.missing == 1"}]
     async with running_webhook(tmp_path / "hook", deny_with("called")) as webhook:
         control_plane.objects.validating.put(
-            configuration(
-                "c",
-                hook(
-                    "cel.example.com",
-                    webhook.client_config(),
-                    matchConditions=conditions,
-                    failurePolicy="Ignore",
-                ),
-            )
+            configuration("c", hook("cel.example.com", webhook.client_config(), matchConditions=named))
         )
         async with admission_server(tmp_path / "data", control_plane, *NO_TOPPINGS_CHECK) as server:
-            status, body, _ = await request(server, "POST", pizzas_path(), pizza("skipped"))
-            assert status == 201, body
-            control_plane.objects.validating.put(
-                configuration(
-                    "c", hook("cel.example.com", webhook.client_config(), matchConditions=conditions)
-                )
-            )
             deadline = asyncio.get_running_loop().time() + 15
-            while True:
-                status, body, _ = await request(server, "POST", pizzas_path(), pizza("refused"))
+            for attempt in itertools.count():  # until the informer has the configuration: the hook denies
+                status, body, _ = await request(server, "POST", pizzas_path(), pizza(f"called-{attempt}"))
                 if status != 201 or asyncio.get_running_loop().time() > deadline:
                     break
                 await asyncio.sleep(0.05)
+            assert status == 400 and body["message"].endswith("denied the request: called"), body
+            status, body, _ = await request(server, "POST", pizzas_path(), pizza("skipped"))
+            assert status == 201, body  # the condition is false: the hook is not called
+            calls = len(webhook.reviews)
+
+            control_plane.objects.validating.put(
+                configuration(
+                    "c",
+                    hook(
+                        "cel.example.com",
+                        webhook.client_config(),
+                        matchConditions=broken,
+                        failurePolicy="Ignore",
+                    ),
+                )
+            )
+            control_plane.objects.validating.put(
+                configuration("f", hook("fail.example.com", webhook.client_config(), matchConditions=broken))
+            )
+            deadline = asyncio.get_running_loop().time() + 15
+            for attempt in itertools.count():
+                status, body, _ = await request(server, "POST", pizzas_path(), pizza(f"refused-{attempt}"))
+                if status == 403 or asyncio.get_running_loop().time() > deadline:
+                    break
+                await asyncio.sleep(0.05)
     assert status == 403 and body["reason"] == "Forbidden", body
-    assert body["message"] == (
-        'pizzas.restaurant.programming-kubernetes.info "refused" is forbidden: '
-        "matchCondition 'not-dry': CEL expressions are not supported by this server yet"
-    )
-    assert webhook.reviews == []
+    assert body["message"].startswith(
+        f'pizzas.restaurant.programming-kubernetes.info "refused-{attempt}" is forbidden: '
+        "expression 'object.spec.missing == 1' resulted in error: "
+    ), body
+    assert len(webhook.reviews) == calls, "a hook whose condition failed was called"
 
 
 async def test_connections_are_reused(control_plane: ControlPlane, tmp_path: Path) -> None:

@@ -48,22 +48,6 @@ class ConditionEvaluator(Protocol):
     ) -> MatchResult: ...
 
 
-class CelUnavailable:
-    """No CEL engine in this build: every condition is an evaluation error, so kube's failure rule
-    decides (Fail → 403, Ignore → the hook is skipped). Never silently matches or skips a hook."""
-
-    def evaluate(
-        self, hook: Hook, conditions: tuple[MatchCondition, ...], request: dict[str, Any]
-    ) -> MatchResult:
-        return MatchResult(
-            True,
-            tuple(
-                f"matchCondition {c.name!r}: CEL expressions are not supported by this server yet"
-                for c in conditions
-            ),
-        )
-
-
 def rule_matches(rule: Rule, attrs: Attributes, version: str, resource: str) -> bool:
     """rules.Matcher.Matches: scope, operation, group, version, resource/subresource."""
     is_namespace = attrs.group == "" and resource == "namespaces"
