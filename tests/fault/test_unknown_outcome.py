@@ -60,8 +60,13 @@ async def test_lost_answer_is_a_timeout_and_refused_connection_a_503(
                 r = await api.post(TOPPINGS, json=_topping("lost-answer"))
                 assert (r.status, (await r.json())["reason"]) == (409, "AlreadyExists")
 
-                # Nothing can reach etcd: the write surely did not happen.
+                # Nothing can reach etcd: the write surely did not happen. Cutting the links races
+                # with gRPC noticing it: a write put on the dying connection before the channel sees
+                # the cut may have been sent, and 504 is the honest answer for it. A read first lets
+                # the channel fail over to "connection refused" (a read is retried, then 503).
                 await proxy.refuse()
+                r = await api.get(f"{TOPPINGS}/before")
+                assert r.status == 503, await r.text()
                 r = await api.post(TOPPINGS, json=_topping("never-sent"))
                 body = await r.json()
                 assert r.status == 503, body
