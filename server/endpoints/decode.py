@@ -61,22 +61,6 @@ class Decoded:
     errors: list[FieldError] = field(default_factory=list)
 
 
-def decode_object(
-    scope: ResourceScope,
-    data: Any,
-    *,
-    field_validation: str,
-    duplicates: list[str] = (),  # type: ignore[assignment]
-    patch: str | None = None,
-) -> tuple[HubObject, list[str]]:
-    """Returns (hub, warnings); schema errors are a 422 here (see `decode_write` for writes that
-    report them together with the other validation errors)."""
-    decoded = decode_write(scope, data, field_validation=field_validation, duplicates=duplicates, patch=patch)
-    if decoded.errors:
-        raise errors.invalid(scope.group_kind, _name(decoded.data), decoded.errors)
-    return decoded.hub, decoded.warnings
-
-
 def decode_write(
     scope: ResourceScope,
     data: Any,
