@@ -17,6 +17,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from apis.schema.memo import per_schema
+
 Schema = dict[str, Any]
 
 
@@ -49,6 +51,9 @@ def _value_schema(key: str, schema: Schema | None) -> Schema | None:
 
 
 def _prune_nulls(x: Any, schema: Schema | None) -> None:
+    if schema is None:
+        # Without a schema nothing below is non-nullable (free-form values, managedFields' fieldsV1).
+        return
     if isinstance(x, dict):
         for key in list(x):
             sub = _value_schema(key, schema)
@@ -57,13 +62,28 @@ def _prune_nulls(x: Any, schema: Schema | None) -> None:
             else:
                 _prune_nulls(x[key], sub)
     elif isinstance(x, list):
-        items = schema.get("items") if schema is not None else None
+        items = schema.get("items")
         for item in x:
             _prune_nulls(item, items)
 
 
+@per_schema
+def _has_defaults(schema: Schema) -> bool:
+    """Whether any default is declared at or below `schema`: objects are defaulted on every decode,
+    and most subtrees (metadata, managedFields) have none to apply."""
+    return _declares_default(schema)
+
+
+def _declares_default(schema: Any) -> bool:
+    if isinstance(schema, dict):
+        return "default" in schema or any(_declares_default(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_declares_default(v) for v in schema)
+    return False
+
+
 def _default(x: Any, schema: Schema | None) -> None:
-    if schema is None:
+    if schema is None or not _has_defaults(schema):
         return
     if isinstance(x, dict):
         props: dict[str, Schema] = schema.get("properties") or {}

@@ -87,13 +87,17 @@ def _prune_fields(
     """Prune inside the fields `schema` specifies; the others are dropped unless `keep_unknown`."""
     props: dict[str, Schema] = schema.get("properties") or {}
     allowed, extra = _additional(schema)
+    is_embedded = _is_embedded(schema, embedded)
     for key in list(x):
-        if _is_embedded(schema, embedded) and key in _META_FIELDS:
+        if is_embedded and key in _META_FIELDS:
             _prune_metadata(x, key, props, path, removed)
         elif key in props:
-            _prune(x[key], props[key], _join(path, key), removed)
+            # Only objects and lists have fields to prune (a scalar is kept whatever its schema).
+            if isinstance(value := x[key], dict | list):
+                _prune(value, props[key], _join(path, key), removed)
         elif allowed:
-            _prune(x[key], extra, _join(path, key), removed)
+            if isinstance(value := x[key], dict | list):
+                _prune(value, extra, _join(path, key), removed)
         elif not keep_unknown:
             removed.append(_join(path, key))
             del x[key]

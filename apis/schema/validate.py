@@ -31,6 +31,7 @@ from typing import Any
 
 from apis.meta import field
 from apis.meta.field import ErrorType, FieldError
+from apis.schema.memo import per_schema
 
 Schema = dict[str, Any]
 
@@ -150,14 +151,32 @@ def _type_error(name: str, value: str, type_name: str) -> FieldError:
     return field.type_invalid(_field(name), value, detail)
 
 
+@per_schema
+def _type_check(s: Schema) -> tuple[list[str], str]:
+    return _types(s), _format(s)
+
+
+# The JSON type of a decoded value whose type alone decides a format-less type check.
+_PLAIN_KINDS: dict[type, str] = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+
+
 def _check_type(x: Any, s: Schema, name: str, errs: list[FieldError]) -> None:
-    types, fmt = _types(s), _format(s)
+    types, fmt = _type_check(s)
     if not types and not fmt:
         return
     if x is None:
         if types and not s.get("nullable", False):
             errs.append(_type_error(name, "null", ",".join(types)))
         return
+    if not fmt and _PLAIN_KINDS.get(type(x)) in types:
+        return  # the common case, decided without the conversions below
     kind, go_format = _kind(x)
     float_int = kind == "number" and _is_json_integer(x) and "integer" in types
     int_float = kind == "integer" and "number" in types
