@@ -13,6 +13,7 @@ default does not apply on the next read. Nothing returned shares anything with i
 
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from apis.meta.json_copy import copy_json
 _TYPE_META = ("apiVersion", "kind")
 
 
+@functools.lru_cache(maxsize=1024)
 def snake(name: str) -> str:
     """`flunderReference` → `flunder_reference`: the hub attribute of a JSON property. A property that
     is no Python name (`x-count`, `2d`) or a keyword (`from`) gets a usable one (`x_count`, `_2d`,
