@@ -27,7 +27,8 @@ class PizzaToppings:
             return
         for topping in attrs.object.spec.toppings:
             try:
-                await self.toppings.get("", topping.name)
+                # read, not get: only existence matters, so the cached bytes need no decoding.
+                await self.toppings.read("", topping.name)
             except StatusError as e:
                 if e.code != 404:
                     raise
