@@ -15,6 +15,7 @@ forged identity.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import urllib.parse
@@ -117,13 +118,20 @@ def unescape_extra_key(encoded: str) -> str:
 
 def headers_to_strip(headers: Mapping[str, str], names: Iterable[RequestHeaderNames]) -> set[str]:
     """The lower-cased names of headers that carried credentials: Authorization and front-proxy identity."""
+    exact, prefixes = _credential_headers(tuple(names))
+    present = {h.lower() for h in headers}
+    return {h for h in present if h in exact or h.startswith(prefixes)}
+
+
+@functools.lru_cache(maxsize=16)
+def _credential_headers(names: tuple[RequestHeaderNames, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """(exact names, prefixes), lower-cased; derived once per configuration, not per request."""
     exact: set[str] = {"authorization"}
     prefixes: list[str] = []
     for group in names:
         exact.update(h.lower() for h in (*group.username, *group.uid, *group.group))
         prefixes.extend(p.lower() for p in group.extra_prefixes)
-    present = {h.lower() for h in headers}
-    return {h for h in present if h in exact or any(h.startswith(p) for p in prefixes)}
+    return frozenset(exact), tuple(prefixes)
 
 
 def _first_value(headers: Mapping[str, str], names: Iterable[str]) -> str:

@@ -7,6 +7,7 @@ acceptable entry in preference order wins, and an Accept header with nothing we 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from apis.meta import errors
@@ -66,8 +67,12 @@ def _media_for(range_type: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=256)
 def negotiate_output(accept: str | None, *, allow_transforms: tuple[str, ...] = TRANSFORMS) -> Output:
-    """Pick the representation; `allow_transforms` narrows `as=` to what the endpoint can produce."""
+    """Pick the representation; `allow_transforms` narrows `as=` to what the endpoint can produce.
+
+    Memoized: a client sends the same few Accept headers on every request, and parsing them was a
+    measurable part of a GET. (A 406 is raised, never cached.)"""
     if not accept:
         return Output()
     for r in parse_accept(accept):
