@@ -46,6 +46,10 @@ class Attributes:
     warnings: list[str] = field(default_factory=list)
     # The options object of the call as kube sends it to webhooks (CreateOptions, UpdateOptions, ...).
     options: dict[str, Any] | None = None
+    # A webhook's patch replaced the object: it was decoded again from JSON, and decoding defaults
+    # (KEP-575), so the write re-applies its version's defaults. In-process plugins change the hub
+    # object itself, which kube does not default again either.
+    patched: bool = False
 
     @property
     def group_resource(self) -> GroupResource:

@@ -1,8 +1,9 @@
 """Mutating, then validating admission, as k8s.io/apiserver runs it.
 
 Every mutating plugin runs before any validating plugin, so validators see the final object. The
-caller re-applies the request version's defaults after `admit` (KEP-575: a mutating plugin may drop a
-defaulted field), which is why the chain only mutates and never converts. Each step and each plugin
+caller re-applies the request version's defaults after `admit` when a webhook's patch replaced the
+object (KEP-575: the patched JSON is decoded, and decoding defaults), which is why the chain only
+mutates and never converts. Each step and each plugin
 is timed into kube's `apiserver_admission_step_*` / `_controller_*` histograms when metrics are given.
 """
 

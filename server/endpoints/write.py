@@ -55,10 +55,13 @@ def _set_namespace(scope: ResourceScope, obj: HubObject, info: RequestInfo) -> N
 
 
 async def _admit(scope: ResourceScope, attrs: Attributes) -> HubObject:
-    """Mutating admission, then the request version's defaults again (KEP-575)."""
+    """Mutating admission, then the request version's defaults again if a webhook patched the
+    object (KEP-575: a patched object is decoded again, and decoding defaults)."""
     if not any(p.handles(attrs.operation) for p in scope.admission.mutating):
         return attrs.object
     await scope.admission.admit(attrs)
+    if not attrs.patched:
+        return attrs.object
     return scope.codec.redefault(attrs.object, scope.version)
 
 

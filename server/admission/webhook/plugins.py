@@ -161,6 +161,7 @@ class MutatingWebhook(_Webhooks):
             if patched is not None:
                 assert attrs.codec is not None
                 attrs.object = attrs.codec.from_version(patched, invocation.version)
+                attrs.patched = True
                 attrs.annotations.setdefault(
                     f"patch.webhook.admission.k8s.io/round_{round_}_index_{index}",
                     json.dumps(
