@@ -16,7 +16,7 @@ import orjson
 from aiohttp import StreamReader, web
 
 from apis.meta.errors import StatusError
-from server.endpoints.body import MAX_BODY_BYTES, YAML_TYPE, decode, plain
+from server.endpoints.body import MAX_BODY_BYTES, YAML_TYPE, decode
 
 _READ_CHUNK = 64 * 1024
 
@@ -74,7 +74,7 @@ def decode_body(raw: bytes, media: str) -> Any | None:
             return orjson.loads(raw)
         if media.endswith("yaml"):
             value, _ = decode(raw, YAML_TYPE)
-            return plain(value)
+            return value
     except (orjson.JSONDecodeError, StatusError):
         return None
     return None

@@ -153,7 +153,7 @@ async def read_apply_patch(request: web.Request, validation: str) -> tuple[Any, 
         raise errors.bad_request(
             e.message.replace("error decoding body:", "error decoding patch:", 1)
         ) from None
-    return bodies.plain(document), duplicates
+    return document, duplicates
 
 
 async def apply_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:

@@ -108,21 +108,23 @@ _StrictLoader.add_constructor("tag:yaml.org,2002:pairs", _pairs_as_maps)
 
 
 def decode(raw: bytes, media: str, *, track_duplicates: bool = False) -> tuple[Any, list[str]]:
-    """Body bytes → (value, duplicate field paths). 400 for anything unparseable or too deep."""
+    """Body bytes → (plain JSON value, duplicate field paths). 400 for anything unparseable or too deep."""
     if not raw.strip():
         raise errors.bad_request("the body of the request is empty")
+    if media != YAML_TYPE:
+        fast = _plain_json(raw)
+        if fast is not None:
+            return fast, []
     try:
         if media == YAML_TYPE:
             value = yaml.load(raw, Loader=_StrictLoader)
         elif track_duplicates:
             value = json.loads(raw, object_pairs_hook=_pairs)
         else:
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                # orjson refuses an escaped lone surrogate, which Go's decoder (and plain()) make U+FFFD.
-                value = json.loads(raw)
-    except (orjson.JSONDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
+            # orjson refused it (e.g. an escaped lone surrogate, which Go's decoder and plain() make
+            # U+FFFD), or it is too deep or has a duplicate: Python's parser decides.
+            value = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise errors.bad_request(f"error decoding body: json parse error: {e}") from None
     except RecursionError:
         raise errors.bad_request(f"error decoding body: nesting deeper than {MAX_DEPTH} levels") from None
@@ -130,7 +132,45 @@ def decode(raw: bytes, media: str, *, track_duplicates: bool = False) -> tuple[A
         raise errors.bad_request(f"error decoding body: yaml: {e}") from None
     except ValueError as e:  # e.g. an integer literal too long to convert
         raise errors.bad_request(f"error decoding body: {e}") from None
-    return value, _check_depth_and_duplicates(value)
+    duplicates = _check_depth_and_duplicates(value)
+    return plain(value), duplicates
+
+
+# Every JSON string token, and whether a colon follows it (then it is an object key). Matching every
+# string in turn (the colon is optional) keeps the scan aligned on string boundaries: valid JSON has
+# no quote outside strings.
+_STRING_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"(\s*:)?')
+
+
+def _plain_json(raw: bytes) -> Any | None:
+    """The common body, parsed by orjson in C: the value when it is already plain JSON data within
+    the depth cap and has no duplicate field, else None (the slower parsers then report exactly).
+
+    orjson keeps the last of duplicate keys silently, so the keys it returned are counted against the
+    key tokens of the body: equal counts prove there was no duplicate.
+    """
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    keys = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            if depth >= MAX_DEPTH:
+                return None
+            keys += len(node)
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list):
+            if depth >= MAX_DEPTH:
+                return None
+            stack.extend((child, depth + 1) for child in node)
+        elif type(node) is int and not INT64_MIN <= node <= INT64_MAX:
+            return None  # Go makes it a float64: plain() does
+    if keys != sum(1 for colon in _STRING_TOKEN.findall(raw) if colon):
+        return None
+    return value
 
 
 def _check_depth_and_duplicates(value: Any) -> list[str]:

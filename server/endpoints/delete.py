@@ -25,7 +25,6 @@ async def _options_body(request: web.Request) -> dict[str, Any] | None:
     if not raw.strip():
         return None
     value, _ = bodies.decode(raw, JSON)
-    value = bodies.plain(value)
     return value if isinstance(value, dict) else None
 
 

@@ -98,7 +98,6 @@ def strategic_merge(
 def patch_document(raw: bytes, patch_type: str, *, track_duplicates: bool) -> tuple[Any, list[str]]:
     """A non-apply patch body as kube reads it, and the keys it repeats (for fieldValidation)."""
     document, duplicates = bodies.decode(raw, JSON, track_duplicates=track_duplicates)
-    document = bodies.plain(document)
     if patch_type == MERGE_PATCH and not isinstance(document, dict):
         raise errors.bad_request("the body of a merge patch must be a JSON object")
     if patch_type == STRATEGIC_MERGE_PATCH:

@@ -177,7 +177,7 @@ async def replace_scale(request: web.Request, scope: ResourceScope, info: Reques
     media = body_media_type(request.headers.get("Content-Type"), (JSON, YAML))
     raw = await bodies.read_body(request)
     data, duplicates = bodies.decode(raw, media, track_duplicates=validation != "Ignore")
-    scale, warnings = decode_scale(bodies.plain(data), info, validation, duplicates)
+    scale, warnings = decode_scale(data, info, validation, duplicates)
 
     async def change(_current: dict[str, Any]) -> dict[str, Any]:
         return scale

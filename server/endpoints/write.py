@@ -38,7 +38,7 @@ async def _read_object(request: web.Request, scope: ResourceScope, validation: s
     media = body_media_type(request.headers.get("Content-Type"), (JSON, YAML))
     raw = await bodies.read_body(request)
     data, duplicates = bodies.decode(raw, media, track_duplicates=validation != "Ignore")
-    return decode_write(scope, bodies.plain(data), field_validation=validation, duplicates=duplicates)
+    return decode_write(scope, data, field_validation=validation, duplicates=duplicates)
 
 
 def _set_namespace(scope: ResourceScope, obj: HubObject, info: RequestInfo) -> None:
