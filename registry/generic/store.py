@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from apis.meta import errors
 from apis.meta.errors import GroupKind, GroupResource, StatusError
@@ -27,6 +27,7 @@ from registry.generic.cache.stored import StoredObject
 from registry.generic.cache.watchers import OpenWatch
 from registry.generic.delete_collection import DEFAULT_WORKERS, PAGE_SIZE, delete_in_pages
 from registry.generic.deletion import finalizers_for, mark_as_deleting, should_delete_during_update
+from registry.generic.key_locks import KeyLocks
 from registry.generic.keys import list_prefix, object_key, resource_prefix
 from registry.generic.managed_fields import FieldTracker
 from registry.generic.options import DeleteOptions, ListOptions, ObjectList, WatchOptions
@@ -63,6 +64,8 @@ class Store:
     cache: ResourceCache | None = None
     # Deletes a deletecollection runs at once (--delete-collection-workers).
     delete_collection_workers: int = DEFAULT_WORKERS
+    # Updates of one key queue here rather than race each other's compare-and-swap (key_locks.py).
+    update_locks: KeyLocks = field(default_factory=KeyLocks)
 
     def new_cache(self) -> ResourceCache:
         """An empty cache for this resource; a GroupFeed fills it."""
@@ -348,7 +351,8 @@ class Store:
                 new_bytes = await attempt(kv)
                 result = self.codec.decode(new_bytes, kv.mod_revision if kv else 0)
                 return result, created
-            kv = await self.storage.guaranteed_update(key, attempt, ignore_not_found=True)
+            async with self.update_locks.hold(key):
+                kv = await self.storage.guaranteed_update(key, attempt, ignore_not_found=True)
         except _EmptiedFinalizers as emptied:
             return await self._finish_deletion(key, emptied.obj, dry_run=dry_run), False
         except st.StorageError as e:
