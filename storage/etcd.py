@@ -42,6 +42,7 @@ from storage.interface import (
     Unavailable,
     UpdateFunc,
 )
+from storage.revision_reads import SharedRevisionReads
 
 # kube-apiserver's --etcd-healthcheck-timeout default: /readyz must answer well before probes time out.
 HEALTHCHECK_TIMEOUT = 2.0
@@ -107,6 +108,7 @@ class EtcdStorage:
         self._compactor: asyncio.Task[None] | None = None
         # The newest store revision any answer has shown us; see watch().
         self._seen_revision = 0
+        self._revision_reads = SharedRevisionReads(self.revision_now)
 
     def start_compactor(self, interval: float) -> None:
         self._compactor = asyncio.create_task(run_compactor(self._conn, interval), name="etcd-compactor")
@@ -277,7 +279,8 @@ class EtcdStorage:
         return EtcdWatchStream(watch_prefix(self._conn, full, self._strip, revision, self._closed))
 
     async def current_revision(self) -> int:
-        return await self.revision_now()
+        """A quorum read's revision, shared by the readers that arrived while the last one ran."""
+        return await self._revision_reads.current()
 
     async def revision_now(self, timeout: float | None = None) -> int:
         resp = await self._range(rpc.RangeRequest(key=self._full("/"), count_only=True), "", timeout)
@@ -306,6 +309,7 @@ class EtcdStorage:
         if self._closed.is_set():
             return
         self._closed.set()
+        await self._revision_reads.close()
         if self._compactor is not None:
             self._compactor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
