@@ -1,7 +1,10 @@
 """PizzaToppings: a pizza may only name toppings that exist (the book's admission plugin).
 
-It reads toppings in-process through the topping Store, not through a loopback HTTP client: the same
-consistent storage read every other request gets, without a second trip through the handler chain.
+It reads toppings in-process through the topping Store, not through a loopback HTTP client. A topping
+is looked up in the watch cache as it stands (resourceVersion "0", what the book's informer lister
+gives); only when it is missing there does a consistent read decide, so that a topping created just
+before the pizza is never refused, and a create on etcd does not pay a quorum read per topping. (As
+with kube's listers, a topping deleted a moment ago may still be seen for as long as the cache lags.)
 """
 
 from __future__ import annotations
@@ -26,10 +29,15 @@ class PizzaToppings:
         if attrs.group != GROUP_NAME or attrs.resource != "pizzas" or attrs.subresource:
             return
         for topping in attrs.object.spec.toppings:
-            try:
-                # read, not get: only existence matters, so the cached bytes need no decoding.
-                await self.toppings.read("", topping.name)
-            except StatusError as e:
-                if e.code != 404:
-                    raise
-                raise deny(attrs, f"unknown topping: {topping.name}") from None
+            # read, not get: only existence matters, so the cached bytes need no decoding.
+            if not await self._exists(topping.name, "0") and not await self._exists(topping.name, ""):
+                raise deny(attrs, f"unknown topping: {topping.name}")
+
+    async def _exists(self, name: str, resource_version: str) -> bool:
+        try:
+            await self.toppings.read("", name, resource_version=resource_version)
+        except StatusError as e:
+            if e.code != 404:
+                raise
+            return False
+        return True
