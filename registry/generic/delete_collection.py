@@ -5,8 +5,9 @@ commit. kube runs ``--delete-collection-workers`` deletes concurrently and lists
 (pkg/registry/generic/registry/store.go, ``DeleteCollection``); here a worker is a coroutine, so the
 pool costs nothing but the deletes in flight, and etcd commits the concurrent ones together.
 
-Semantics kept from kube: each item goes through the full ``Store.delete`` (preconditions,
-finalizers, admission); an item already gone (404) is skipped; the first other error stops the
+Semantics kept from kube: each item is deleted as ``Store.delete`` would (preconditions,
+finalizers, admission; ``listed_delete`` starts from the listed state instead of reading it again);
+an item already gone (404) is skipped; the first other error stops the
 workers and is the answer; a caller's ``limit`` means one page only; the answer lists every item that
 was read, as it was read.
 """
