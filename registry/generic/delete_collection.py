@@ -25,7 +25,9 @@ from registry.generic.options import ListOptions, ObjectList
 # kube's deleteCollectionPageSize.
 PAGE_SIZE = 10_000
 # kube's default is 1; a worker here is a coroutine, not a goroutine's stack (see the module docstring).
-DEFAULT_WORKERS = 16
+# 64 rather than 16: etcd and the embedded store commit concurrent deletes together, which took 10,000
+# pizzas from 5.0-6.1 s to 4.4-4.7 s on etcd and from 2.5-2.9 s to 2.3 s embedded.
+DEFAULT_WORKERS = 64
 
 ReadPage = Callable[[ListOptions], Awaitable[ObjectList]]
 DeleteItem = Callable[[Any], Awaitable[object]]
