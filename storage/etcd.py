@@ -256,7 +256,7 @@ class EtcdStorage:
             if resp_txn.succeeded:
                 # Like kube's conditionalDelete: the last value, stamped with the delete's revision.
                 prev = resp_txn.responses[0].response_delete_range.prev_kvs
-                last = self._kv(prev[0]) if prev else current
+                last = prev[0] if prev else current  # the key is ours: no need to decode it back
                 return KeyValue(key, last.value, last.create_revision, resp_txn.header.revision)
             kvs = resp_txn.responses[0].response_range.kvs
             if not kvs:
