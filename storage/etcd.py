@@ -250,13 +250,16 @@ class EtcdStorage:
                         mod_revision=current.mod_revision,
                     )
                 ],
-                success=[rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=full))],
+                # prev_kv: the value deleted, which a `cached` revision alone does not carry.
+                success=[rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=full, prev_kv=True))],
                 failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full))],
             )
             resp_txn = await self._txn(txn, key)
             if resp_txn.succeeded:
                 # Like kube's conditionalDelete: the last value, stamped with the delete's revision.
-                return KeyValue(key, current.value, current.create_revision, resp_txn.header.revision)
+                prev = resp_txn.responses[0].response_delete_range.prev_kvs
+                last = prev[0] if prev else current  # the key is ours: no need to decode it back
+                return KeyValue(key, last.value, last.create_revision, resp_txn.header.revision)
             kvs = resp_txn.responses[0].response_range.kvs
             if not kvs:
                 raise NotFound(key)

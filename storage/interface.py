@@ -175,8 +175,11 @@ class Interface(Protocol):
     ) -> KeyValue:
         """Delete a key and return its last value, with mod_revision set to the delete's revision
         (what kube reports as the deleted object's resourceVersion). `check` runs on every try.
-        `cached` is the value the caller just read (kube's cachedExistingObject): the first try
-        starts from it instead of reading again, and a stale one only costs a retry. Raises NotFound."""
+        `cached` is the state the caller just read (kube's cachedExistingObject): the first try
+        passes it to `check` and deletes only while the key's mod_revision is still cached's,
+        instead of reading again; a stale one only costs a retry with the current value. Only its
+        key and mod_revision are relied on (a watch cache holds decoded objects, not the stored
+        bytes); the returned value is always the one actually deleted. Raises NotFound."""
         ...
 
     def watch(self, prefix: str, revision: int) -> WatchStream:

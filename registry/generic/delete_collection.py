@@ -5,8 +5,9 @@ commit. kube runs ``--delete-collection-workers`` deletes concurrently and lists
 (pkg/registry/generic/registry/store.go, ``DeleteCollection``); here a worker is a coroutine, so the
 pool costs nothing but the deletes in flight, and etcd commits the concurrent ones together.
 
-Semantics kept from kube: each item goes through the full ``Store.delete`` (preconditions,
-finalizers, admission); an item already gone (404) is skipped; the first other error stops the
+Semantics kept from kube: each item is deleted as ``Store.delete`` would (preconditions,
+finalizers, admission; ``listed_delete`` starts from the listed state instead of reading it again);
+an item already gone (404) is skipped; the first other error stops the
 workers and is the answer; a caller's ``limit`` means one page only; the answer lists every item that
 was read, as it was read.
 """
@@ -24,7 +25,9 @@ from registry.generic.options import ListOptions, ObjectList
 # kube's deleteCollectionPageSize.
 PAGE_SIZE = 10_000
 # kube's default is 1; a worker here is a coroutine, not a goroutine's stack (see the module docstring).
-DEFAULT_WORKERS = 16
+# 64 rather than 16: etcd and the embedded store commit concurrent deletes together, which took 10,000
+# pizzas from 5.0-6.1 s to 4.4-4.7 s on etcd and from 2.5-2.9 s to 2.3 s embedded.
+DEFAULT_WORKERS = 64
 
 ReadPage = Callable[[ListOptions], Awaitable[ObjectList]]
 DeleteItem = Callable[[Any], Awaitable[object]]

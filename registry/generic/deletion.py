@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from apis.meta import errors
+from apis.meta.errors import GroupResource
 from apis.meta.validation import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS
 from registry.generic import metadata
 from registry.generic.options import DeleteOptions
@@ -71,3 +73,31 @@ def should_delete_during_update(meta: dict[str, Any], old: dict[str, Any]) -> bo
     if meta.get("finalizers") or not old.get("deletionTimestamp"):
         return False
     return not old.get("deletionGracePeriodSeconds")
+
+
+def preconditions_hold(meta: dict[str, Any], options: DeleteOptions) -> bool:
+    """The uid and resourceVersion preconditions of a delete hold for this state (no error built)."""
+    if options.uid is not None and options.uid != meta.get("uid"):
+        return False
+    return options.resource_version is None or options.resource_version == meta.get("resourceVersion")
+
+
+def check_storage_preconditions(
+    meta: dict[str, Any], options: DeleteOptions, resource: GroupResource
+) -> None:
+    """storage.Preconditions.Check: the preconditions, re-checked against the state a try of the
+    storage delete starts from, in the storage layer's words (rest.BeforeDelete has its own)."""
+    name, uid, rv = (meta.get(f, "") for f in ("name", "uid", "resourceVersion"))
+    if options.uid is not None and options.uid != uid:
+        raise errors.conflict(
+            resource,
+            name,
+            f"Precondition failed: UID in precondition: {options.uid}, UID in object meta: {uid}",
+        )
+    if options.resource_version is not None and options.resource_version != rv:
+        raise errors.conflict(
+            resource,
+            name,
+            f"Precondition failed: ResourceVersion in precondition: {options.resource_version}, "
+            f"ResourceVersion in object meta: {rv}",
+        )

@@ -26,9 +26,15 @@ from registry.generic.cache.resource_cache import ResourceCache
 from registry.generic.cache.stored import StoredObject
 from registry.generic.cache.watchers import OpenWatch
 from registry.generic.delete_collection import DEFAULT_WORKERS, PAGE_SIZE, delete_in_pages
-from registry.generic.deletion import finalizers_for, mark_as_deleting, should_delete_during_update
+from registry.generic.deletion import (
+    check_storage_preconditions,
+    finalizers_for,
+    mark_as_deleting,
+    should_delete_during_update,
+)
 from registry.generic.key_locks import KeyLocks
 from registry.generic.keys import list_prefix, object_key, resource_prefix
+from registry.generic.listed_delete import delete_listed
 from registry.generic.managed_fields import FieldTracker
 from registry.generic.options import DeleteOptions, ListOptions, ObjectList, WatchOptions
 from registry.generic.storage_errors import interpret, parse_resource_version
@@ -466,21 +472,7 @@ class Store:
             )
 
     def _check_storage_preconditions(self, obj: HubObject, options: DeleteOptions) -> None:
-        """storage.Preconditions.Check: the same preconditions, re-checked against what a retry reads."""
-        name, uid, rv = (obj.metadata.get(f, "") for f in ("name", "uid", "resourceVersion"))
-        if options.uid is not None and options.uid != uid:
-            raise errors.conflict(
-                self.resource,
-                name,
-                f"Precondition failed: UID in precondition: {options.uid}, UID in object meta: {uid}",
-            )
-        if options.resource_version is not None and options.resource_version != rv:
-            raise errors.conflict(
-                self.resource,
-                name,
-                f"Precondition failed: ResourceVersion in precondition: {options.resource_version}, "
-                f"ResourceVersion in object meta: {rv}",
-            )
+        check_storage_preconditions(obj.metadata, options, self.resource)
 
     async def _delete_now(
         self,
@@ -579,11 +571,12 @@ class Store:
         *,
         validate: ValidateObject = _allow,
     ) -> ObjectList:
-        """kube's DeleteCollection (``registry.generic.delete_collection``): every item through
-        ``delete``, ``delete_collection_workers`` at once, in pages unless the caller set a limit."""
+        """kube's DeleteCollection (``registry.generic.delete_collection``): every item as ``delete``
+        would (``registry.generic.listed_delete``: from its listed state while that is current),
+        ``delete_collection_workers`` at once, in pages unless the caller set a limit."""
 
-        async def delete_item(item: StoredObject) -> object:
-            return await self.delete(item.namespace or "", item.name, delete_options, validate=validate)
+        async def delete_item(item: StoredObject) -> None:
+            await delete_listed(self, item, delete_options, validate)
 
         return await delete_in_pages(
             functools.partial(self.read_list, namespace),

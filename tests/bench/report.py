@@ -21,6 +21,7 @@ WORKLOADS: dict[str, str] = {
     "get_c8": "GET one object, 8 conns",
     "create_c8": "CREATE, 8 conns",
     "update_c8": "UPDATE (merge PATCH), 8 conns",
+    "delete_collection": "DELETE collection of CREATE's (items/s)",
     "list_all": "LIST {objects} (no limit), 1 conn",
     "list_paged": "LIST limit={limit}: 1 pass, 1 conn",
     "watch": "WATCH {watchers} x {events} @ {rate}/s",
@@ -156,6 +157,8 @@ def _other(row: Row, floor: Row | None, sizes: dict[str, Any]) -> str:
         if f.get("sent", sizes["events"]) < sizes["events"]:
             text += f", sent {f['sent']:.0f}/{sizes['events']}"
         return text + (f", {f['watch_failed']:.0f} failed" if f.get("watch_failed") else "")
+    if row.workload == "delete_collection" and "items" in f:
+        return f"{f['items']:,.0f} items in {f['seconds']:.2f} s"
     if row.workload == "rss_idle" and "mb" in f:
         return f"{f['mb']:.0f} MB"
     if row.workload == "rss_objects" and "mb" in f:

@@ -115,7 +115,7 @@ QUICK = Sizes(
 )
 
 READS = frozenset({"get_c1", "get_c8", "list_all", "list_paged"})
-EVERYTHING = READS | {"create_c8", "update_c8", "watch"}
+EVERYTHING = READS | {"create_c8", "update_c8", "delete_collection", "watch"}
 
 
 @dataclass(slots=True)
@@ -280,6 +280,19 @@ async def request_suite(
             )
         )
 
+    async def delete_collection() -> tuple[dict[str, float], dict[str, Any]]:
+        """One deletecollection of what create_c8 wrote: its count is bounded by time, so the figure
+        is items deleted per second. It also leaves the namespace empty for the next configuration."""
+        async with api_client(url, endpoint.tls, connections=1) as client:
+            began = time.perf_counter()
+            answer = await client.call("DELETE", paths.create_collection, 200)
+            seconds = time.perf_counter() - began
+            left = await client.call("GET", paths.create_collection, 200, limit="1")
+        items = len(answer["items"])
+        if not items or left["items"]:
+            raise RuntimeError(f"deleted {items} items, {len(left['items'])} left: did create_c8 run?")
+        return {"rps": items / seconds, "seconds": seconds, "items": float(items)}, {}
+
     steps: dict[str, Callable[[], Awaitable[tuple[dict[str, float], dict[str, Any]]]]] = {
         "get_c1": lambda: get(1, s.get_c1),
         "get_c8": lambda: get(8, s.get_c8),
@@ -287,6 +300,7 @@ async def request_suite(
         "list_paged": list_paged,
         "create_c8": create,
         "update_c8": update,
+        "delete_collection": delete_collection,
     }
     for workload, step in steps.items():
         if workload in which:

@@ -11,6 +11,7 @@ from apis.meta.errors import StatusError
 from apis.runtime.codec import Codec
 from apis.wardle.install import FISCHER_KIND, Fischer
 from registry.generic.delete_collection import delete_in_pages
+from registry.generic.listed_delete import delete_listed
 from registry.generic.options import DeleteOptions, ListOptions
 from registry.generic.store import Store
 from registry.generic.strategy import PlainStrategy
@@ -73,3 +74,54 @@ async def test_items_already_gone_are_skipped_and_other_errors_stop_it(
     with pytest.raises(StatusError) as err:  # a uid precondition no item meets: 409, not swallowed
         await store.delete_collection("", ListOptions(), DeleteOptions(uid="not-this-one"))
     assert err.value.code == 409
+
+
+async def test_items_changed_since_the_list_are_deleted_from_their_current_state(
+    embedded_storage: EmbeddedStorage,
+) -> None:
+    """kube's conditionalDelete from a cached state: a stale listed state only costs a retry from the
+    current one, with admission asked again; a denial of a stale state does not stand."""
+    store = _store(embedded_storage)
+    await _create(store, 6)
+    listed = await store.read_list("", ListOptions())
+
+    async def relabel(obj: Any) -> Any:
+        obj.metadata["labels"] = {"changed": "yes"}
+        return obj
+
+    for name in ("f02", "f04"):
+        await store.update("", name, relabel)
+    seen: list[tuple[str, Any]] = []
+
+    async def validate(obj: Any, old: Any) -> None:
+        seen.append((obj.metadata["name"], obj.metadata.get("labels")))
+        if obj.metadata["name"] == "f04" and not obj.metadata.get("labels"):
+            raise StatusError(403, "Forbidden", "not as listed", {})
+
+    async def stale_list(options: ListOptions) -> Any:
+        return listed
+
+    async def delete(item: Any) -> None:
+        await delete_listed(store, item, DeleteOptions(), validate)
+
+    result = await delete_in_pages(stale_list, delete, ListOptions(limit=10), workers=3)
+    assert len(result.items) == 6 and (await store.list("", ListOptions())).items == []
+    for name in ("f02", "f04"):
+        assert [labels for n, labels in seen if n == name] == [None, {"changed": "yes"}]
+    assert [labels for n, labels in seen if n == "f01"] == [None]
+
+
+async def test_a_denial_of_the_current_state_stands(embedded_storage: EmbeddedStorage) -> None:
+    store = _store(embedded_storage)
+    await _create(store, 3)
+    calls: list[str] = []
+
+    async def validate(obj: Any, old: Any) -> None:
+        calls.append(obj.metadata["name"])
+        if obj.metadata["name"] == "f01":
+            raise StatusError(403, "Forbidden", "f01 stays", {})
+
+    with pytest.raises(StatusError, match="f01 stays"):
+        await store.delete_collection("", ListOptions(), DeleteOptions(), validate=validate)
+    assert calls.count("f01") == 1
+    assert [f.metadata["name"] for f in (await store.list("", ListOptions())).items] == ["f01"]

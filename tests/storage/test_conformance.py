@@ -342,6 +342,31 @@ async def test_delete_retries_check_when_key_changes_during_check(store: Interfa
         await store.get("/toppings/cheese")
 
 
+async def test_delete_from_a_cached_revision_without_its_bytes(store: Interface) -> None:
+    """A watch cache knows an object's revision but not its stored bytes: the delete compares the
+    revision alone, hands `check` the cached state first, and answers with the value deleted."""
+    created = await store.create("/toppings/cheese", b"v1")
+    cached = KeyValue(created.key, b"", 0, created.mod_revision)
+    seen: list[KeyValue] = []
+
+    async def check(current: KeyValue) -> None:
+        seen.append(current)
+
+    deleted = await store.delete("/toppings/cheese", check=check, cached=cached)
+    assert seen == [cached] and seen[0] is cached
+    assert (deleted.value, deleted.create_revision) == (b"v1", created.create_revision)
+    assert deleted.mod_revision == await store.current_revision()
+
+    # A cached revision the key has moved past: nothing is deleted until `check` saw the current value.
+    again = await store.create("/toppings/cheese", b"v1")
+    stale = KeyValue(again.key, b"", 0, again.mod_revision)
+    now = await store.guaranteed_update("/toppings/cheese", set_to(b"v2"))
+    seen.clear()
+    deleted = await store.delete("/toppings/cheese", check=check, cached=stale)
+    assert seen == [stale, now]
+    assert deleted.value == b"v2"
+
+
 async def test_concurrent_deletes_exactly_one_wins(store: Interface) -> None:
     created = await store.create("/toppings/cheese", b"v1")
     outcomes = await asyncio.wait_for(
