@@ -7,9 +7,10 @@ which it keeps from the old object) are readable in one place.
 from __future__ import annotations
 
 import secrets
-import uuid
 from datetime import UTC, datetime
 from typing import Any
+
+from apis.meta.uuids import new_uuid
 
 # kube's names.SimpleNameGenerator: 5 random characters from this alphabet.
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -40,7 +41,7 @@ def drop_empty(meta: dict[str, Any]) -> None:
 
 def fill_for_create(meta: dict[str, Any]) -> None:
     """Fields a client may not choose on create (kube: FillObjectMetaSystemFields + BeforeCreate)."""
-    meta["uid"] = str(uuid.uuid4())
+    meta["uid"] = new_uuid()
     meta["creationTimestamp"] = now_rfc3339()
     for system_owned in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
         meta.pop(system_owned, None)

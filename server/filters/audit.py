@@ -26,9 +26,9 @@ from aiohttp.typedefs import Handler, Middleware
 
 from apis.meta.errors import StatusError, internal_error
 from apis.meta.user import UserInfo
+from apis.meta.uuids import new_uuid
 from server.audit.capture import CapturedBody, capture_request_body, response_body
 from server.audit.event import AuditRecord, object_ref, response_status, source_ips, user_agent
-from server.audit.ids import new_audit_id
 from server.audit.policy import (
     LEVEL_NONE,
     LEVEL_REQUEST,
@@ -64,7 +64,7 @@ class Sink(Protocol):
 
 @web.middleware
 async def audit_init(request: web.Request, handler: Handler) -> web.StreamResponse:
-    audit_id = request.headers.get(HEADER_AUDIT_ID) or new_audit_id()
+    audit_id = request.headers.get(HEADER_AUDIT_ID) or new_uuid()
     request[AUDIT_ID] = audit_id
     request[RECEIVED] = datetime.now(UTC)
     try:
@@ -157,7 +157,7 @@ def new_record(
     request: web.BaseRequest, info: RequestInfo, user: UserInfo | None, config: RequestAuditConfig
 ) -> AuditRecord:
     """kube's NewEventFromRequest / LogRequestMetadata."""
-    audit_id = request.get(AUDIT_ID) or request.headers.get(HEADER_AUDIT_ID) or new_audit_id()
+    audit_id = request.get(AUDIT_ID) or request.headers.get(HEADER_AUDIT_ID) or new_uuid()
     return AuditRecord(
         level=config.level,
         audit_id=audit_id,
