@@ -5,8 +5,10 @@ kube refuses a rule whose estimate exceeds its per-expression limit, and at runt
 *tracked* cost exceeds the per-call limit or the request's budget. No Python engine tracks cost, so
 the same walk is done twice: at startup over the schema's bounds (`Shape`s from maxItems/maxLength),
 and before each evaluation over the actual values (`value_shape`), which bounds what the evaluation
-can cost before it runs. The unit costs follow cel-go's: 1 per identifier, field access, call and
-iteration; 0.1 per character or element a string/list operation traverses; 10 to build a list.
+can cost before it runs. The startup walk also records which sizes it read (`StaticCost`), so that
+a write whose values are no larger there can use the startup result instead of walking again.
+The unit costs follow cel-go's: 1 per identifier, field access, call and iteration; 0.1 per
+character or element a string/list operation traverses; 10 to build a list.
 """
 
 from __future__ import annotations
