@@ -5,8 +5,10 @@ kube refuses a rule whose estimate exceeds its per-expression limit, and at runt
 *tracked* cost exceeds the per-call limit or the request's budget. No Python engine tracks cost, so
 the same walk is done twice: at startup over the schema's bounds (`Shape`s from maxItems/maxLength),
 and before each evaluation over the actual values (`value_shape`), which bounds what the evaluation
-can cost before it runs. The unit costs follow cel-go's: 1 per identifier, field access, call and
-iteration; 0.1 per character or element a string/list operation traverses; 10 to build a list.
+can cost before it runs. The startup walk also records which sizes it read (`StaticCost`), so that
+a write whose values are no larger there can use the startup result instead of walking again.
+The unit costs follow cel-go's: 1 per identifier, field access, call and iteration; 0.1 per
+character or element a string/list operation traverses; 10 to build a list.
 """
 
 from __future__ import annotations
@@ -188,3 +190,80 @@ def _call(node: ast.Call, scope: dict[str, Shape]) -> tuple[float, Shape]:
     if fn == "_[_]" and shapes:
         return cost + 1.0, shapes[0].item()
     return cost + 1.0, SCALAR
+
+
+# A path from a variable: field names, None for an item (a list's element, a map's key).
+Path = tuple[str | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StaticCost:
+    """An expression's worst case over declared bounds, with every size that estimate read.
+
+    The estimator reads sizes at the same paths whatever the inputs (which ones depends only on the
+    expression) and its result never decreases when one of them grows. So over actual values whose
+    sizes at those paths are no larger than the ones read here, the actual estimate is at most
+    `cost`: `bounds` checks exactly that, looking only at the parts of the values the expression
+    reads, far cheaper than estimating again.
+    """
+
+    cost: float
+    sizes: tuple[tuple[str, Path, float], ...]
+
+    def bounds(self, values: dict[str, Any]) -> bool:
+        """Whether `cost` is at least estimate(node, {v: value_shape(values[v])}) (a missing variable
+        is null, as the estimator sees one it was not given)."""
+        return all(_sizes_within(values.get(var), path, size) for var, path, size in self.sizes)
+
+
+def estimate_static(node: ast.Node, variables: dict[str, Shape]) -> StaticCost:
+    """`estimate` over declared shapes, remembering where it read which size."""
+    reads: dict[tuple[str, Path], float] = {}
+    cost = estimate(node, {name: _Reading(shape, name, (), reads) for name, shape in variables.items()})
+    return StaticCost(cost, tuple((var, path, size) for (var, path), size in reads.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """A declared shape that records the sizes read from it and its parts."""
+
+    inner: Shape
+    var: str
+    path: Path
+    reads: dict[tuple[str, Path], float]
+
+    def max_size(self) -> float:
+        size = self.inner.max_size()
+        self.reads[(self.var, self.path)] = size
+        return size
+
+    def field(self, name: str) -> Shape:
+        return _Reading(self.inner.field(name), self.var, (*self.path, name), self.reads)
+
+    def item(self) -> Shape:
+        return _Reading(self.inner.item(), self.var, (*self.path, None), self.reads)
+
+
+def _sizes_within(value: Any, path: Path, size: float) -> bool:
+    """Whether every value at `path` (all items where it says so) is no larger than `size`, each as
+    value_shape sizes it: null and a scalar stand for a missing part, as SCALAR does. (Per write:
+    tuples rather than unions in isinstance, the faster form.)"""
+    level = [value]
+    for step in path:
+        if step is None:
+            below: list[Any] = []
+            for v in level:
+                if isinstance(v, (list, dict)) and v:
+                    below.extend(v)  # a map's items are its keys
+                else:
+                    below.append(None)
+            level = below
+        else:
+            level = [v.get(step) if isinstance(v, dict) else None for v in level]
+    for v in level:
+        if isinstance(v, (str, bytes, list, dict)):
+            if len(v) > size:
+                return False
+        elif size < 1.0:
+            return False
+    return True

@@ -3,9 +3,12 @@
 Each rule runs on every non-null value of its node with `self`; a rule using `oldSelf` (a transition
 rule) runs only where an old value is correlated — a property of a correlated object, a map-list item
 with the same keys, a map value with the same key — unless it sets `optionalOldSelf`. Each evaluation
-is first costed on the actual values (apis.cel.cost): over the per-call limit it is refused, and all
-rules of one write share one budget. A failing rule without `oldSelf` whose node is unchanged from
-the old object is ratcheted (KEP-4008): reported as a warning, not an error.
+is costed before it runs (apis.cel.cost): over the per-call limit it is refused, and all rules of
+one write share one budget. The cost is the rule's static worst case (computed at startup from the
+schema's bounds) where the values are within the sizes it assumed, else the estimate on the actual
+values; see `evaluate_rules`.
+A failing rule without `oldSelf` whose node is unchanged from the old object is ratcheted
+(KEP-4008): reported as a warning, not an error.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apis.cel import cost
-from apis.cel.engine import EvalError
+from apis.cel.engine import EvalError, Program
 from apis.cel.library import optional_value
 from apis.meta import field as fe
 from apis.meta.field import ErrorType, FieldError
@@ -31,15 +34,40 @@ _ABSENT = object()
 class Outcome:
     errors: list[FieldError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # What is left of the write's cost budget: exactly (exact mode), or at most (fast mode).
     budget: float = RUNTIME_BUDGET
     stopped: bool = False
+    # Fast mode (False) charges an evaluation its static cost where that bounds the actual one;
+    # exact mode estimates every evaluation on the actual values.
+    exact: bool = False
 
 
-def evaluate_rules(
-    node: RuleNode, new: Any, old: Any = _ABSENT, *, outcome: Outcome | None = None
-) -> Outcome:
-    """Errors and ratcheting warnings of `new` (old: the stored object on update, absent on create)."""
-    outcome = outcome or Outcome()
+class _NeedsExactCosts(Exception):
+    """Fast mode's upper bounds would run out of the budget: only the actual estimates can tell."""
+
+
+def evaluate_rules(node: RuleNode, new: Any, old: Any = _ABSENT, *, exact: bool = False) -> Outcome:
+    """Errors and ratcheting warnings of `new` (old: the stored object on update, absent on create).
+
+    Fast mode first, with results exactly as exact mode's: an evaluation is charged its static cost
+    where that is at most 1e6 and the values are within the sizes it assumed (so it is at least the
+    actual estimate), else its actual estimate. While the budget stays positive under these upper
+    bounds it stays positive under the actual estimates too, so the limits stop nothing that exact
+    mode would let run and vice versa. Only when the upper bounds would exhaust the budget is the
+    write evaluated again in exact mode (every evaluation estimated on its actual values).
+    `exact=True` starts in exact mode (what fast mode must equal, for tests); `Outcome.exact` says
+    which mode the outcome comes from.
+    """
+    if exact:
+        return _evaluate(node, new, old, exact=True)
+    try:
+        return _evaluate(node, new, old, exact=False)
+    except _NeedsExactCosts:
+        return _evaluate(node, new, old, exact=True)
+
+
+def _evaluate(node: RuleNode, new: Any, old: Any, *, exact: bool) -> Outcome:
+    outcome = Outcome(exact=exact)
     _visit(node, new, old, "", outcome)
     return outcome
 
@@ -85,25 +113,47 @@ def _correlate_items(s: dict[str, Any], value: list[Any], old: Any) -> list[Any]
     return [by_key.get(key_of(item), _ABSENT) for item in value]
 
 
+@dataclass(frozen=True, slots=True)
+class _Costing:
+    """How one rule's evaluations on one value are costed: statically, or on the actual values."""
+
+    value: Any
+    old_value: Any
+    uses_old_self: bool
+
+    def cost(self, static: cost.StaticCost | None, program: Program, out: Outcome) -> float:
+        """The static cost where it passes the per-call limit and bounds the actual estimate, else
+        the actual estimate (then it alone decides a per-call refusal, as in exact mode)."""
+        if (
+            static is not None
+            and not out.exact
+            and static.cost <= PER_CALL_LIMIT
+            and static.bounds({"self": self.value, "oldSelf": self.old_value})
+        ):
+            return static.cost
+        shapes = {"self": cost.value_shape(self.value)}
+        if self.uses_old_self:
+            shapes["oldSelf"] = cost.value_shape(self.old_value)
+        return cost.estimate(program.tree, shapes)
+
+
 def _run(rule: Rule, node: RuleNode, value: Any, old: Any, path: str, out: Outcome) -> None:
     has_old = old is not _ABSENT and old is not None
     if rule.uses_old_self and not has_old and not rule.optional_old_self:
         return
     convert = node.has_numbers
     variables = {"self": to_cel(value, node.schema) if convert else value}
-    shapes = {"self": cost.value_shape(value)}
+    old_value = None
     if rule.uses_old_self:
         old_value = (to_cel(old, node.schema) if convert else old) if has_old else None
         variables["oldSelf"] = optional_value(has_old, old_value) if rule.optional_old_self else old_value
-        shapes["oldSelf"] = cost.value_shape(old_value)
-    where = path or "<nil>"
-    shown = _type_name(node.schema) if isinstance(value, dict | list) else value
-    spent = cost.estimate(rule.program.tree, shapes)
+    costing = _Costing(value, old_value, rule.uses_old_self)
+    spent = costing.cost(rule.static_cost, rule.program, out)
     if spent > PER_CALL_LIMIT:
         out.errors.append(
             fe.invalid(
-                where,
-                shown,
+                path or "<nil>",
+                _shown(node, value),
                 "'operation cancelled: actual cost limit exceeded': no further validation rules will be run "
                 f"due to call cost exceeds limit for rule: {_describe(rule)}",
             )
@@ -112,10 +162,12 @@ def _run(rule: Rule, node: RuleNode, value: Any, old: Any, path: str, out: Outco
         return
     out.budget -= spent
     if out.budget < 0:
+        if not out.exact:
+            raise _NeedsExactCosts
         out.errors.append(
             fe.invalid(
-                where,
-                shown,
+                path or "<nil>",
+                _shown(node, value),
                 "validation failed due to running out of cost budget, "
                 "no further validation rules will be run",
             )
@@ -125,17 +177,23 @@ def _run(rule: Rule, node: RuleNode, value: Any, old: Any, path: str, out: Outco
     try:
         ok = rule.program.evaluate(variables)
     except EvalError as e:
-        out.errors.append(fe.invalid(where, shown, f"{e} evaluating rule: {_describe(rule)}"))
+        out.errors.append(
+            fe.invalid(path or "<nil>", _shown(node, value), f"{e} evaluating rule: {_describe(rule)}")
+        )
         return
     if ok is True:
         return
-    detail = _message(rule, variables, shapes, out)
+    detail = _message(rule, variables, costing, out)
     error = _failure(rule, path, value, detail)
     if not rule.uses_old_self and has_old and _same(value, old):
         # Ratcheting: the node is unchanged from the stored object, so the error is only a warning.
         out.warnings.append(str(error))
         return
     out.errors.append(error)
+
+
+def _shown(node: RuleNode, value: Any) -> Any:
+    return _type_name(node.schema) if isinstance(value, dict | list) else value
 
 
 def _type_name(s: dict[str, Any]) -> str:
@@ -146,12 +204,16 @@ def _describe(rule: Rule) -> str:
     return rule.message or rule.rule
 
 
-def _message(rule: Rule, variables: dict[str, Any], shapes: dict[str, cost.Shape], out: Outcome) -> str:
+def _message(rule: Rule, variables: dict[str, Any], costing: _Costing, out: Outcome) -> str:
     fallback = rule.message or f"failed rule: {rule.rule}"
     if rule.message_program is None:
         return fallback
-    spent = cost.estimate(rule.message_program.tree, shapes)
-    if spent > PER_CALL_LIMIT or out.budget - spent < 0:
+    spent = costing.cost(rule.static_message_cost, rule.message_program, out)
+    if spent > PER_CALL_LIMIT:
+        return fallback
+    if out.budget - spent < 0:
+        if not out.exact:
+            raise _NeedsExactCosts
         return fallback
     out.budget -= spent
     try:

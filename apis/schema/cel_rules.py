@@ -4,7 +4,9 @@ What apiextensions-apiserver checks when a CRD is written (validation.go, cel_va
 when a kind is declared so a bad rule stops the server from starting with kube's messages:
 `compilation failed: …`, `cel expression must evaluate to a bool`, the per-expression limit (1e7,
 rule estimate x the cardinality of its node) and the per-schema limit (1e8), `oldSelf` on an
-uncorrelatable node, and `optionalOldSelf` without `oldSelf`.
+uncorrelatable node, and `optionalOldSelf` without `oldSelf`. Each rule keeps its estimate per
+evaluation (before the cardinality) with the sizes it assumed: at runtime it stands in for the
+estimate on the actual values wherever they are no larger (apis/schema/cel_eval.py).
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ class Rule:
     field_path: str
     uses_old_self: bool
     optional_old_self: bool
+    # The most one evaluation of the rule / of its messageExpression can cost on values within the
+    # schema's bounds (None: not known).
+    static_cost: cost.StaticCost | None = None
+    static_message_cost: cost.StaticCost | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +212,8 @@ def _compile_rule(
             )
         )
     shapes: dict[str, cost.Shape] = {"self": SchemaShape(s), "oldSelf": SchemaShape(s)}
-    rule_cost = cost.estimate(program.tree, shapes) * cardinality
+    static_cost = cost.estimate_static(program.tree, shapes)
+    rule_cost = static_cost.cost * cardinality
     totals.append((f"{path}.rule", rule_cost))
     if rule_cost > PER_EXPRESSION_LIMIT:
         errors.append(
@@ -217,6 +224,7 @@ def _compile_rule(
             )
         )
     message_program = None
+    static_message_cost = None
     if raw.get("messageExpression"):
         try:
             message_program = env.compile(raw["messageExpression"])
@@ -235,7 +243,8 @@ def _compile_rule(
                         f"{path}.messageExpression", raw["messageExpression"], "must evaluate to a string"
                     )
                 )
-            message_cost = cost.estimate(message_program.tree, shapes)
+            static_message_cost = cost.estimate_static(message_program.tree, shapes)
+            message_cost = static_message_cost.cost
             totals.append((f"{path}.messageExpression", message_cost))
             if message_cost > PER_EXPRESSION_LIMIT:
                 errors.append(
@@ -254,4 +263,6 @@ def _compile_rule(
         field_path=raw.get("fieldPath", ""),
         uses_old_self=uses_old_self,
         optional_old_self=optional_old_self,
+        static_cost=static_cost,
+        static_message_cost=static_message_cost,
     )
