@@ -118,7 +118,8 @@ class Metrics:
 
     def render(self) -> tuple[bytes, str]:
         """The Prometheus text exposition and its content type, as kube serves /metrics."""
-        return generate_latest(_WithoutCreated(self._exposed or self._registry)), CONTENT_TYPE_PLAIN_0_0_4
+        exposed = self._registry if self._exposed is None else self._exposed
+        return generate_latest(_WithoutCreated(exposed)), CONTENT_TYPE_PLAIN_0_0_4
 
     async def handle(self, request: web.Request) -> web.Response:
         """GET /metrics."""
