@@ -46,17 +46,15 @@ def read_log_lines(log: Path) -> list[str]:
     return lines
 
 
-async def test_two_workers_share_one_audit_log(tmp_path: Path) -> None:
+async def drive(
+    tmp_path: Path, audit_flags: list[str], creates: int, gets: int
+) -> tuple[Path, list[tuple[str, str]]]:
+    """A `--workers 2` server with `audit_flags`: `creates` POSTs then `gets` GETs over connections held
+    by both workers, then a graceful stop (which flushes every worker's pending events). Returns the
+    server's output file and (Audit-ID, method) per request made."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(POLICY)
-    log = tmp_path / "logs" / "audit.log"
-    flags = [
-        "--workers", "2",
-        "--audit-policy-file", str(policy),
-        "--audit-log-path", str(log),
-        "--audit-log-maxsize", "1",
-        "--audit-log-compress",
-    ]  # fmt: skip
+    flags = ["--workers", "2", "--audit-policy-file", str(policy), *audit_flags]
     proc = await asyncio.to_thread(start_server_process, tmp_path / "data", *flags)
     made: list[tuple[str, str]] = []
     try:
@@ -83,20 +81,20 @@ async def test_two_workers_share_one_audit_log(tmp_path: Path) -> None:
                 finally:
                     free.put_nowait(connection)
 
-            names = [f"t{i}" for i in range(CREATES)]
+            names = [f"t{i}" for i in range(creates)]
             await asyncio.gather(*(call("POST", name) for name in names))
-            await asyncio.gather(*(call("GET", names[i % CREATES]) for i in range(GETS)))
+            await asyncio.gather(*(call("GET", names[i % creates]) for i in range(gets)))
     finally:
-        # A graceful stop flushes every worker's pending events.
         code = await asyncio.to_thread(stop, proc)
     assert code == 0, proc.log.read_text()[-3000:]
+    assert len(made) == creates + gets
+    return proc.log, made
 
-    lines = read_log_lines(log)
-    events = [json.loads(line) for line in lines]  # a torn or interleaved line fails here
-    assert len(list(log.parent.glob("audit-*.log.gz"))) >= 2, "the log was never rotated"
+
+def check_events(events: list[dict[str, Any]], made: list[tuple[str, str]]) -> None:
+    """Each request made: one RequestReceived and one ResponseComplete event, of its verb; nothing else."""
     complete = [e for e in events if e["stage"] == "ResponseComplete"]
     received = [e for e in events if e["stage"] == "RequestReceived"]
-    assert len(made) == CREATES + GETS
     assert len(complete) == len(made)
     assert len(received) == len(made)
     assert len({e["auditID"] for e in complete}) == len(complete), "an auditID appears twice"
@@ -105,3 +103,22 @@ async def test_two_workers_share_one_audit_log(tmp_path: Path) -> None:
     verbs = {audit_id: method for audit_id, method in made}
     for event in complete:
         assert {"POST": "create", "GET": "get"}[verbs[event["auditID"]]] == event["verb"]
+
+
+async def test_two_workers_share_one_audit_log(tmp_path: Path) -> None:
+    log = tmp_path / "logs" / "audit.log"
+    rotation = ["--audit-log-maxsize", "1", "--audit-log-compress"]
+    _, made = await drive(tmp_path, ["--audit-log-path", str(log), *rotation], CREATES, GETS)
+    events = [json.loads(line) for line in read_log_lines(log)]  # a torn or interleaved line fails here
+    assert len(list(log.parent.glob("audit-*.log.gz"))) >= 2, "the log was never rotated"
+    check_events(events, made)
+
+
+async def test_two_workers_share_standard_output(tmp_path: Path) -> None:
+    """`--audit-log-path -`: both workers' events on the one standard output (here a file the server's
+    log lines also go to), each event a whole line."""
+    output, made = await drive(tmp_path, ["--audit-log-path", "-"], CREATES // 3, GETS // 3)
+    lines = output.read_text().splitlines()
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    assert not [line for line in lines if '"auditID"' in line and not line.startswith('{"kind":"Event"')]
+    check_events(events, made)
