@@ -6,11 +6,13 @@ subresource, scope, component (and code on the counter). The verb label follows 
 rules, which differ from RequestInfo's verbs: it is derived from the HTTP method (POST, PUT, DELETE
 stay as such, so deletecollection reports DELETE), GET on a collection is LIST, `watch=true` is
 WATCH, an apply patch is APPLY. Each `Metrics` owns its registry, so two servers in one process
-(tests) never share counters.
+(tests) never share counters. Under `--workers N` the values are kept in files shared by the workers
+and /metrics merges them all (server/metrics_multiprocess.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -19,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 from prometheus_client.metrics_core import Metric
 
+from server import metrics_multiprocess
 from server.request_info import RequestInfo, watch_requested
 
 APISERVER_COMPONENT = "apiserver"
@@ -71,10 +74,12 @@ class Observation:
 
 
 class Metrics:
-    __slots__ = ("_children", "_duration", "_registry", "_requests")
+    __slots__ = ("_children", "_duration", "_exposed", "_registry", "_requests")
 
     def __init__(self) -> None:
         self._registry = CollectorRegistry()
+        # What /metrics shows: this registry, or under --workers N every worker's values merged.
+        self._exposed = metrics_multiprocess.merged_registry() if metrics_multiprocess.enabled() else None
         self._requests = Counter(
             "apiserver_request",
             "Counter of apiserver requests broken out for each verb, dry run value, group, version, "
@@ -113,11 +118,15 @@ class Metrics:
 
     def render(self) -> tuple[bytes, str]:
         """The Prometheus text exposition and its content type, as kube serves /metrics."""
-        return generate_latest(_WithoutCreated(self._registry)), CONTENT_TYPE_PLAIN_0_0_4
+        exposed = self._registry if self._exposed is None else self._exposed
+        return generate_latest(_WithoutCreated(exposed)), CONTENT_TYPE_PLAIN_0_0_4
 
     async def handle(self, request: web.Request) -> web.Response:
         """GET /metrics."""
-        body, content_type = self.render()
+        if self._exposed is None:
+            body, content_type = self.render()
+        else:
+            body, content_type = await asyncio.to_thread(self.render)  # reads the workers' files
         response = web.Response(body=body)
         response.headers["Content-Type"] = content_type
         return response

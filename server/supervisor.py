@@ -8,16 +8,18 @@ The supervisor (the process the user started) does what must happen once, then s
 2. It generates the certificates (workers then find and reuse them) and, on the embedded storage,
    claims the store's lock (a second server on the data dir is refused here, before any worker
    starts); every worker inherits the locked descriptor and shares the store (storage/embedded_lock.py).
-3. It starts the workers with the "spawn" multiprocessing context: each is a fresh interpreter that
+3. It makes the directory where every worker keeps its metric values, so that any worker answers
+   /metrics for the whole server (server/metrics_multiprocess.py), and removes it at exit.
+4. It starts the workers with the "spawn" multiprocessing context: each is a fresh interpreter that
    builds its own config, storage client, watch caches and event loop — nothing half-initialised
    (threads, an event loop, TLS or grpc state) is copied by fork. Starting costs one interpreter
    start-up per worker, once, in parallel.
-4. Each worker listens on the port with SO_REUSEPORT, and the kernel spreads new connections evenly
+5. Each worker listens on the port with SO_REUSEPORT, and the kernel spreads new connections evenly
    over the workers' accept queues by a hash of the connection. One listening socket shared by all
    (inherited, every worker accepting) balances badly with asyncio: every worker's loop wakes on each
    connection, and the first to wake accepts up to 100 queued connections in one go, so one worker
    takes most of them.
-5. When every worker reported it listens, it writes the admin kubeconfig and logs the one
+6. When every worker reported it listens, it writes the admin kubeconfig and logs the one
    "Serving securely on https://HOST:PORT ..." line.
 
 Then it waits. SIGTERM/SIGINT are forwarded to every worker (SIGTERM), which shut down as a single
@@ -46,6 +48,7 @@ from typing import Any
 
 from server.cli import _stop_on_signals, serve, server_url, storage_name
 from server.config import ServingCerts, prepare_certs, write_admin_kubeconfig_for
+from server.metrics_multiprocess import SharedDirectory
 from server.options import Options
 from storage.embedded_lock import StorageInUse, StoreLock, inherit
 
@@ -80,14 +83,17 @@ def supervise(options: Options) -> int:
         placeholder.close()
         raise
     port = placeholder.getsockname()[1]
+    metrics = SharedDirectory()
     try:
         return _Workers(
             options,
             dataclasses.replace(options, serving=dataclasses.replace(options.serving, secure_port=port)),
             lock,
             serving,
+            metrics,
         ).run()
     finally:
+        metrics.remove()
         if lock is not None:
             lock.release()
         placeholder.close()
@@ -112,9 +118,15 @@ class _Workers:
     """The supervisor's state: the worker processes, their pipes, and the signals received."""
 
     def __init__(
-        self, options: Options, worker_options: Options, lock: StoreLock | None, serving: ServingCerts
+        self,
+        options: Options,
+        worker_options: Options,
+        lock: StoreLock | None,
+        serving: ServingCerts,
+        metrics: SharedDirectory,
     ):
         self._options = options
+        self._metrics = metrics
         self._worker_options = worker_options
         self._lock = lock
         self._serving = serving
@@ -200,6 +212,8 @@ class _Workers:
             for sentinel in self._wait(list(sentinels), None):
                 process = sentinels[sentinel]
                 process.join(0)
+                if process.pid is not None:
+                    self._metrics.forget(process.pid)
                 logger.error(
                     "worker %s (pid %s) exited unexpectedly: code %s",
                     process.name,

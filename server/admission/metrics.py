@@ -3,7 +3,8 @@
 Dashboards for kube-apiserver's admission work unchanged: step and controller latencies, per-webhook
 latency, requests, rejections and fail-opens. Two of kube's counters are named `..._count`, which
 prometheus_client cannot expose for a counter (it always appends `_total`), so those two are exposed
-under their exact names as gauges that only ever go up (rate() and increase() read them the same).
+under their exact names as gauges that only ever go up (rate() and increase() read them the same);
+under `--workers N` those gauges are summed over the workers, as the counters are.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class AdmissionMetrics:
             "are truncated to 600, to keep the metrics cardinality bounded.",
             ("name", "type", "operation", "error_type", "rejection_code"),
             registry=r,
+            multiprocess_mode="sum",
         )
         self.fail_open = Gauge(
             "apiserver_admission_webhook_fail_open_count",
@@ -78,6 +80,7 @@ class AdmissionMetrics:
             "(validating or admit).",
             ("name", "type"),
             registry=r,
+            multiprocess_mode="sum",
         )
         self.condition_errors = Counter(
             "apiserver_admission_match_condition_evaluation_errors",

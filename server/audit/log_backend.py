@@ -3,12 +3,20 @@
 All file work (writes, renames, gzip, pruning old backups) runs on one dedicated writer thread
 (`ThreadPoolExecutor(max_workers=1)`): the event loop never touches the disk, and a single thread
 keeps lines in the order events were processed.
+
+With `--workers N` every worker process appends to the same file (kube's replicas would each have
+their own file; one file per server is what a user of one server expects). So that lines never tear
+or interleave and rotation neither loses events nor happens twice, each batch is one `write()` on an
+O_APPEND descriptor made under an exclusive `flock` of `<path>.lock`, and under that lock the writer
+first follows the path to the current file (another worker may have rotated it) and decides on
+rotation by the file's real size, which counts every worker's writes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import gzip
 import os
 import shutil
@@ -18,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import orjson
 
@@ -49,8 +57,14 @@ class StdoutWriter:
     """--audit-log-path=-"""
 
     def write(self, data: bytes) -> None:
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+        # Workers share the descriptor: one batch at a time, whole, even beyond a pipe's PIPE_BUF.
+        sys.stdout.flush()
+        fd = sys.stdout.fileno()
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            _write_all(fd, data)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
         sys.stdout.buffer.flush()
@@ -71,25 +85,32 @@ class RotatingFile:
     max_backups: int = 0
     max_age_days: int = 0
     compress: bool = False
-    _file: Any = field(default=None, init=False, repr=False)
-    _size: int = field(default=0, init=False, repr=False)
+    _fd: int | None = field(default=None, init=False, repr=False)
+    _lock_fd: int | None = field(default=None, init=False, repr=False)
 
     def write(self, data: bytes) -> None:
         if len(data) > self.max_bytes:
             raise OSError(f"write length {len(data)} exceeds maximum file size {self.max_bytes}")
-        if self._file is None:
-            self._open_existing_or_new(len(data))
-        elif self._size + len(data) > self.max_bytes:
-            self._rotate()
-        assert self._file is not None
-        self._file.write(data)
-        self._file.flush()
-        self._size += len(data)
+        if self._lock_fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+            self._lock_fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            first = self._fd is None
+            size = self._follow()
+            # lumberjack's rule: an existing file is rotated on open if this write reaches the limit.
+            if size + len(data) > self.max_bytes or (first and size and size + len(data) >= self.max_bytes):
+                self._rotate()
+            assert self._fd is not None
+            _write_all(self._fd, data)
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        for fd in (self._fd, self._lock_fd):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._lock_fd = None
 
     def backups(self) -> list[Path]:
         """Rotated files, newest first."""
@@ -114,30 +135,35 @@ class RotatingFile:
         ext = os.path.splitext(name)[1]
         return name[: len(name) - len(ext)], ext
 
-    def _open_existing_or_new(self, write_len: int) -> None:
+    def _follow(self) -> int:
+        """Hold the file now at `path` (opening it, or a new one, if ours was rotated away); its size."""
         try:
-            size = self.path.stat().st_size
+            current = os.stat(self.path)
         except FileNotFoundError:
             self._open_new()
-            return
-        if size + write_len >= self.max_bytes:
-            self._rotate()
-            return
-        self._file = open(self.path, "ab")  # noqa: SIM115 - kept open across writes
-        self._size = size
+            return 0
+        if self._fd is not None:
+            held = os.fstat(self._fd)
+            if (held.st_dev, held.st_ino) == (current.st_dev, current.st_ino):
+                return held.st_size
+            os.close(self._fd)
+            self._fd = None
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        return os.fstat(self._fd).st_size
 
     def _open_new(self) -> None:
+        """Under the lock: the current file (if any) becomes a backup and an empty one takes its place."""
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
         mode = 0o600
         if self.path.exists():
             mode = self.path.stat().st_mode & 0o777
             os.replace(self.path, self._backup_name())
-        fd = os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, mode)
-        self._file = os.fdopen(fd, "wb")
-        self._size = 0
+        if self._fd is not None:
+            os.close(self._fd)
+        flags = os.O_CREAT | os.O_WRONLY | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC
+        self._fd = os.open(self.path, flags, mode)
 
     def _rotate(self) -> None:
-        self.close()
         self._open_new()
         self._mill()
 
@@ -183,6 +209,13 @@ def _backup_time(path: Path, split: tuple[str, str]) -> datetime | None:
     stem, ext = split
     name = path.name.removesuffix(_COMPRESS_SUFFIX)
     return _parse_backup_time(name[len(stem) + 1 : len(name) - len(ext)])
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """One write() for the whole batch (a regular file takes it whole); loops only on a short write."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _gzip(path: Path) -> None:

@@ -19,17 +19,19 @@ to the same TooManyRequests error, and this server's rule is that every error is
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client.core import GaugeMetricFamily
 
 from apis.meta.errors import too_many_requests
 from apis.meta.user import UserInfo
+from server import metrics_multiprocess
 from server.filters.authentication import user_of
 from server.filters.immediate import immediate
 from server.filters.request_info import request_info_of
@@ -74,7 +76,7 @@ def max_in_flight(
     system:masters exemption). With `registry`, exports apiserver_current_inflight_requests on it
     (one max_in_flight per registry).
     """
-    watermark = InflightWatermark(clock)
+    watermark = InflightWatermark(clock, shared=metrics_multiprocess.enabled())
     if registry is not None:
         registry.register(watermark)
     budgets = {READ_ONLY_KIND: _Seats(limit), MUTATING_KIND: _Seats(mutating_limit)}
@@ -124,21 +126,50 @@ class InflightWatermark:
     rollover happens lazily, on the next record or scrape, which gives the same numbers without a
     background task: a second in which nothing was recorded publishes 0, exactly like kube's reset
     (kube also only records on a request's entry and exit, not while it is merely running).
+
+    `shared` (under `--workers N`): the scrape may land on another worker, which cannot roll this
+    one's window, so each rollover is also written to a gauge in the workers' shared metric files,
+    summed over the live workers (the server's requests in flight: each worker has its own budget),
+    and while anything is nonzero a timer rolls the window every period, as kube's goroutine does.
     """
 
-    __slots__ = ("_clock", "_peaks", "_period", "_published", "_window_start")
+    __slots__ = ("_clock", "_gauge", "_peaks", "_period", "_published", "_ticking", "_window_start")
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, period: float = WATERMARK_PERIOD) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        period: float = WATERMARK_PERIOD,
+        *,
+        shared: bool = False,
+    ) -> None:
         self._clock = clock
         self._period = period
         self._window_start = clock()
         self._peaks = {READ_ONLY_KIND: 0, MUTATING_KIND: 0}
         self._published = dict(self._peaks)
+        self._ticking = False
+        self._gauge: Gauge | None = None
+        if shared:
+            self._gauge = Gauge(
+                INFLIGHT_METRIC, _INFLIGHT_HELP, ["request_kind"], registry=None, multiprocess_mode="livesum"
+            )
+            for kind in self._peaks:
+                self._gauge.labels(kind).set(0)
 
     def record(self, kind: str, in_use: int) -> None:
         self._roll()
         if in_use > self._peaks[kind]:
             self._peaks[kind] = in_use
+        if self._gauge is not None and not self._ticking:
+            self._ticking = True
+            asyncio.get_running_loop().call_later(self._period, self._tick)
+
+    def _tick(self) -> None:
+        self._roll()
+        if any(self._peaks.values()) or any(self._published.values()):
+            asyncio.get_running_loop().call_later(self._period, self._tick)
+        else:
+            self._ticking = False
 
     def published(self) -> dict[str, int]:
         """request_kind → the maximum of the last completed period."""
@@ -166,3 +197,6 @@ class InflightWatermark:
             self._published = dict.fromkeys(self._peaks, 0)
         self._peaks = dict.fromkeys(self._peaks, 0)
         self._window_start += elapsed - elapsed % self._period
+        if self._gauge is not None:
+            for kind, value in self._published.items():
+                self._gauge.labels(kind).set(value)

@@ -67,6 +67,20 @@ def test_existing_file_is_appended_then_rotated(tmp_path: Path) -> None:
     assert [p.read_bytes() for p in log.backups()] == [line(0) * 5 + line(1)]
 
 
+def test_writers_sharing_a_file_follow_each_others_rotation(tmp_path: Path) -> None:
+    """Two writers on one path (as --workers N has): rotation is decided by the file's real size and
+    a writer whose file was rotated away by the other appends to the new file, never to the backup."""
+    path = tmp_path / "audit.log"
+    first, second = RotatingFile(path, max_bytes=1000), RotatingFile(path, max_bytes=1000)
+    for i in range(25):
+        (first if i % 2 else second).write(line(i))
+    first.close()
+    second.close()
+    assert all(p.stat().st_size == 1000 for p in first.backups())
+    assert path.stat().st_size == 500
+    assert lines_of(first) == [line(i).decode().rstrip("\n") for i in range(25)]
+
+
 def test_oversized_write_is_refused(tmp_path: Path) -> None:
     log = RotatingFile(tmp_path / "audit.log", max_bytes=50)
     with pytest.raises(OSError, match="write length 100 exceeds maximum file size 50"):
