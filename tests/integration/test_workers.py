@@ -93,6 +93,18 @@ async def connections(proc: ServerProcess, count: int) -> AsyncIterator[list[Con
             await connection.session.close()
 
 
+@contextlib.asynccontextmanager
+async def identified_connections(
+    proc: ServerProcess, count: int
+) -> AsyncIterator[tuple[list[Connection], list[int]]]:
+    """`count` connections, each knowing the worker that serves it, and the workers' pids."""
+    workers = worker_pids(proc.process.pid)
+    port = int(proc.url.rsplit(":", 1)[1])
+    async with connections(proc, count) as opened:
+        await asyncio.gather(*(connection.identify(port, workers) for connection in opened))
+        yield opened, workers
+
+
 def stop(proc: ServerProcess) -> int:
     proc.process.send_signal(signal.SIGTERM)
     return proc.process.wait(STOP_TIMEOUT)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fixtures.server import start_server_process
-from tests.integration.test_workers import connections, stop, worker_pids
+from tests.integration.test_workers import identified_connections, stop
 
 CONNECTIONS = 16
 CREATES = 150
@@ -58,10 +58,7 @@ async def drive(
     proc = await asyncio.to_thread(start_server_process, tmp_path / "data", *flags)
     made: list[tuple[str, str]] = []
     try:
-        workers = worker_pids(proc.process.pid)
-        port = int(proc.url.rsplit(":", 1)[1])
-        async with connections(proc, CONNECTIONS) as opened:
-            await asyncio.gather(*(c.identify(port, workers) for c in opened))
+        async with identified_connections(proc, CONNECTIONS) as (opened, workers):
             assert {c.worker for c in opened} == set(workers), "the kernel put every connection on one worker"
             free: asyncio.Queue[Any] = asyncio.Queue()
             for connection in opened:

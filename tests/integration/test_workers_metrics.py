@@ -13,7 +13,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fixtures.server import start_server_process
-from tests.integration.test_workers import Connection, connections, stop, worker_pids
+from tests.integration.test_workers import Connection, identified_connections, stop
 
 CONNECTIONS = 8
 ROUNDS = 4
@@ -40,10 +40,8 @@ async def scrape(connection: Connection) -> str:
 async def test_metrics_sum_every_worker(tmp_path: Path) -> None:
     proc = await asyncio.to_thread(start_server_process, tmp_path / "data", "--workers", "2")
     try:
-        workers = worker_pids(proc.process.pid)
         port = int(proc.url.rsplit(":", 1)[1])
-        async with connections(proc, CONNECTIONS) as opened:
-            await asyncio.gather(*(c.identify(port, workers) for c in opened))
+        async with identified_connections(proc, CONNECTIONS) as (opened, workers):
             assert {c.worker for c in opened} == set(workers), "the kernel put every connection on one worker"
             api = opened[0].api
             assert (await api.post(api.toppings_path(), api.topping("salami"))).status == 201
