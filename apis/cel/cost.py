@@ -47,7 +47,8 @@ _TRAVERSING = frozenset(
 )
 _LIST_WALKS = frozenset({"sum", "min", "max", "isSorted", "@in"})
 # kube's library/cost.go for the object libraries: building one from a string costs 0.1 per
-# character (twice for ip.isCanonical, which parses and prints); accessors and comparisons cost
+# character (twice for ip.isCanonical, which parses and prints; a named format's validate runs a
+# regex of up to 128 characters, 0.25 per character of it, over the string); accessors and comparisons cost
 # 1 (our default); containment compares up to two 16-byte addresses, plus parsing a string argument.
 _PARSING = {
     "url": 1.0,
@@ -60,6 +61,7 @@ _PARSING = {
     "cidr": 1.0,
     "isCIDR": 1.0,
     "ip.isCanonical": 2.0,
+    "validate": 128 * 0.25,
 }
 _CONTAINMENT = {"containsIP": 4.0, "containsCIDR": 7.0}
 

@@ -199,7 +199,8 @@ def _dispatching(overloads: list[Overload]) -> list[Overload]:
             out.append(group[0])
         else:
             first = group[0]
-            out.append(Overload(first.id, first.params, first.result, _dispatcher(group), first.member))
+            result = first.result if all(o.result == first.result for o in group) else DYN
+            out.append(Overload(first.id, first.params, result, _dispatcher(group), first.member))
     return out
 
 

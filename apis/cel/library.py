@@ -3,11 +3,11 @@
 Carried: lists (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`), regex (`find`,
 `findAll`), sets (`sets.contains`, `sets.equivalent`, `sets.intersects`), `hasValue`/`value` for
 `optionalOldSelf`, and, in their own modules, quantity (`library_quantity`), URLs (`library_url`),
-IP and CIDR (`library_net`), semver (`library_semver`); the engine itself brings optionals and the
-strings extension with `format`. The object types of those libraries (`kubernetes.Quantity`,
-`net.IP`, …) are protobuf messages to the engine, since it cannot return an opaque value from a
-Python function (see apis/cel/objects.py). Not carried: `format.named` and the `format.<name>()`
-constants (they return optionals, which a Python function cannot), `authorizer`. The engine's
+IP and CIDR (`library_net`), semver (`library_semver`), named formats (`library_format`, with
+stand-ins for its optional results); the engine itself brings optionals and the strings extension
+with `format`. The object types of those libraries (`kubernetes.Quantity`, `net.IP`, …) are
+protobuf messages to the engine, since it cannot return an opaque value from a Python function
+(see apis/cel/objects.py). Not carried: `authorizer`. The engine's
 overloads are resolved at runtime by CEL kind only, so list functions are declared over
 `list(dyn)` and return `dyn`: kube's checker would reject `['a'].sum()` at compile time, ours
 fails it at evaluation.
@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from apis.cel.engine import BOOL, DYN, INT, STRING, Function, Overload, list_of, map_of
+from apis.cel.library_format import FORMAT_LIBRARY
 from apis.cel.library_net import NET_LIBRARY
 from apis.cel.library_quantity import QUANTITY_LIBRARY
 from apis.cel.library_semver import SEMVER_LIBRARY
@@ -161,5 +162,5 @@ _LISTS_REGEX_SETS: tuple[Function, ...] = (
 )
 
 KUBERNETES_LIBRARY: tuple[Function, ...] = (
-    _LISTS_REGEX_SETS + QUANTITY_LIBRARY + URL_LIBRARY + NET_LIBRARY + SEMVER_LIBRARY
+    _LISTS_REGEX_SETS + QUANTITY_LIBRARY + URL_LIBRARY + NET_LIBRARY + SEMVER_LIBRARY + FORMAT_LIBRARY
 )

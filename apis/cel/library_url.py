@@ -186,6 +186,15 @@ def _error(raw: str, err: URLError) -> ValueError:
     return ValueError(f"URL parse error during conversion from string: parse {json.dumps(raw)}: {err}")
 
 
+def request_uri_error(raw: str) -> str | None:
+    """Go's `url.ParseRequestURI(raw)` error text, or None (the `uri` named format's check)."""
+    try:
+        _parse(raw, True)
+    except URLError as e:
+        return f"parse {json.dumps(raw)}: {e}"
+    return None
+
+
 def _parse_request_uri(raw: str) -> None:
     try:
         _parse(raw, True)

@@ -20,8 +20,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 _F = descriptor_pb2.FieldDescriptorProto
 
-# full name → [(field, proto type)]
-_MESSAGES: dict[str, list[tuple[str, int]]] = {
+# full name → [(field, proto type)], or (field, proto type, message type, repeated)
+_MESSAGES: dict[str, list[tuple[Any, ...]]] = {
     "kubernetes.Quantity": [("value", _F.TYPE_STRING)],
     "kubernetes.URL": [
         ("scheme", _F.TYPE_STRING),
@@ -41,9 +41,15 @@ _MESSAGES: dict[str, list[tuple[str, int]]] = {
         ("pre", _F.TYPE_STRING),
     ],
     "kubernetes.NamedFormat": [("name", _F.TYPE_STRING)],
+    # Stand-ins for kube's optional(NamedFormat) and optional(list(string)): see library_format.
+    "kubernetes.OptionalNamedFormat": [
+        ("present", _F.TYPE_BOOL),
+        ("value", _F.TYPE_MESSAGE, ".kubernetes.NamedFormat", False),
+    ],
+    "kubernetes.OptionalStringList": [("present", _F.TYPE_BOOL), ("values", _F.TYPE_STRING, "", True)],
 }
 
-QUANTITY, URL, IP, CIDR, SEMVER, NAMED_FORMAT = _MESSAGES
+QUANTITY, URL, IP, CIDR, SEMVER, NAMED_FORMAT, OPTIONAL_NAMED_FORMAT, OPTIONAL_STRING_LIST = _MESSAGES
 
 
 def _build_pool() -> descriptor_pool.DescriptorPool:
@@ -58,8 +64,10 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
             ),
         )
         msg = fdp.message_type.add(name=name)
-        for number, (field, kind) in enumerate(fields, start=1):
-            msg.field.add(name=field, number=number, type=kind, label=_F.LABEL_OPTIONAL)
+        for number, (field, kind, *rest) in enumerate(fields, start=1):
+            type_name, repeated = rest if rest else ("", False)
+            label = _F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL
+            msg.field.add(name=field, number=number, type=kind, label=label, type_name=type_name or None)
     for fdp in packages.values():
         pool.Add(fdp)
     return pool

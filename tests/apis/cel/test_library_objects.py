@@ -318,8 +318,75 @@ def test_parsing_costs_scale_with_the_string_as_kubes_estimates() -> None:
     )
     assert large - small == 99
     assert _estimate("ip.isCanonical(self.a)", 1000) - _estimate("ip.isCanonical(self.a)", 10) == 198
+    # validate: 0.1 per character times (a 128-character regex, kube's MaxNameFormatRegexSize, x 0.25).
+    validate = "format.dns1123Label().validate(self.a).hasValue()"
+    assert _estimate(validate, 100) - _estimate(validate, 10) == 288
     # containsIP compares two addresses of up to 16 bytes: 4, plus parsing a string argument.
     contains = 'cidr("10.0.0.0/8").containsIP(self.a)'
     assert _estimate(contains, 100) - _estimate(contains, 10) == 9
     # cidr("10.0.0.0/8") 1 + self.a 2 + containment 4 + parsing a 10-character string 1.
     assert _estimate(contains, 10) == 8
+
+
+# kube's format_test.go: validate() is optional.none() when valid, else optional.of(the errors);
+# here `.hasValue()` and `.value()` read our stand-in for that optional (see library_format).
+_LABEL = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+    "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+_SUBDOMAIN = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+_DNS1035 = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+    "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
+    "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+FORMAT_VALID = [
+    ("dns1123Label", "my-label-name"),
+    ("dns1123Subdomain", "apiextensions.k8s.io"),
+    ("qualifiedName", "apiextensions.k8s.io/v1beta1"),
+    ("dns1123LabelPrefix", "my-label-prefix-"),
+    ("dns1123SubdomainPrefix", "mysubdomain.prefix.-"),
+    ("dns1035LabelPrefix", "my-label-prefix-"),
+    ("uri", "http://example.com"),
+    ("uuid", "123e4567-e89b-12d3-a456-426614174000"),
+    ("byte", "aGVsbG8="),
+    ("date", "2021-01-01"),
+    ("datetime", "2021-01-01T00:00:00Z"),
+    ("dns1035Label", "my-label-name"),
+    ("qualifiedName", "my.name"),
+]
+FORMAT_INVALID = [
+    ("dns1123Label", "contains a space", _LABEL),
+    ("dns1123Subdomain", "contains a space", _SUBDOMAIN),
+    ("dns1035Label", "contains a space", _DNS1035),
+    ("dns1123LabelPrefix", "contains a space-", _LABEL),
+    ("dns1123SubdomainPrefix", "contains a space-", _SUBDOMAIN),
+    ("dns1035LabelPrefix", "contains a space-", _DNS1035),
+    ("byte", "aGVsbG8", "invalid base64"),
+    ("date", "2020-01-32", "invalid date"),
+    ("datetime", "2020-01-32T00:00:00Z", "invalid datetime"),
+    ("uri", "../relative", 'parse "../relative": invalid URI for request'),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), FORMAT_VALID)
+def test_named_format_accepts(name: str, value: str) -> None:
+    assert _run(f"format.{name}().validate({value!r}).hasValue()") is False
+    assert _run(f"format.named({name!r}).value().validate({value!r}).hasValue()") is False
+
+
+@pytest.mark.parametrize(("name", "value", "message"), FORMAT_INVALID)
+def test_named_format_refuses_with_kubes_message(name: str, value: str, message: str) -> None:
+    assert _run(f"format.{name}().validate({value!r}).value()") == [message]
+
+
+def test_named_format_lookup() -> None:
+    assert _run('format.named("unknown").hasValue()') is False
+    assert _run('format.named("dns1123Label").value() == format.dns1123Label()') is True
+    with pytest.raises(EvalError, match=r"optional\.none\(\) dereference"):
+        _run('format.named("unknown").value()')
