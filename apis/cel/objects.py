@@ -8,8 +8,8 @@ fields hold exactly what kube's `Equal` compares: a quantity's normalized value,
 build metadata, a URL's parts. Equal values therefore have equal messages, and `==` holds as in kube.
 
 Unlike kube, a message's fields can be read (`quantity('1').value`) and a message can be built with
-`kubernetes.Quantity{value: '1'}` in an expression; `reject_object_literals` refuses the latter at
-compile time, as kube's checker would (the former is harmless).
+`kubernetes.Quantity{value: '1'}` in an expression; engine.py refuses the latter at compile time,
+as kube's checker would (the former is harmless).
 """
 
 from __future__ import annotations
