@@ -364,6 +364,13 @@ FORMAT_INVALID = [
     ("dns1123Label", "contains a space", _LABEL),
     ("dns1123Subdomain", "contains a space", _SUBDOMAIN),
     ("dns1035Label", "contains a space", _DNS1035),
+    (
+        "qualifiedName",
+        "contains a space",
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+        "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+        "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+    ),
     ("dns1123LabelPrefix", "contains a space-", _LABEL),
     ("dns1123SubdomainPrefix", "contains a space-", _SUBDOMAIN),
     ("dns1035LabelPrefix", "contains a space-", _DNS1035),
