@@ -100,6 +100,7 @@ class CreateList(Node):
 @dataclass(frozen=True, slots=True)
 class CreateStruct(Node):
     values: tuple[Node, ...] = field(default=())
+    message_name: str = ""  # empty for a map literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +158,8 @@ def _expr(buf: bytes) -> Node:
             entries = [_fields(e) for e in _all(_fields(value), 2)]
             values = [_expr(bytes(_first(e, 4))) for e in entries if _first(e, 4)]
             keys = [_expr(bytes(_first(e, 3))) for e in entries if _first(e, 3)]
-            return CreateStruct(node_id, tuple(keys + values))
+            name = bytes(_first(_fields(value), 1)).decode()
+            return CreateStruct(node_id, tuple(keys + values), name)
         if number == 9:
             c = _fields(value)
             return Comprehension(

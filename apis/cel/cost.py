@@ -48,6 +48,24 @@ _TRAVERSING = frozenset(
     }
 )
 _LIST_WALKS = frozenset({"sum", "min", "max", "isSorted", "@in"})
+# kube's library/cost.go for the object libraries: building one from a string costs 0.1 per
+# character (twice for ip.isCanonical, which parses and prints; a named format's validate runs a
+# regex of up to 128 characters, 0.25 per character of it, over the string); accessors and comparisons cost
+# 1 (our default); containment compares up to two 16-byte addresses, plus parsing a string argument.
+_PARSING = {
+    "url": 1.0,
+    "quantity": 1.0,
+    "isQuantity": 1.0,
+    "semver": 1.0,
+    "isSemver": 1.0,
+    "ip": 1.0,
+    "isIP": 1.0,
+    "cidr": 1.0,
+    "isCIDR": 1.0,
+    "ip.isCanonical": 2.0,
+    "validate": 128 * 0.25,
+}
+_CONTAINMENT = {"containsIP": 4.0, "containsCIDR": 7.0}
 
 
 class Shape(Protocol):
@@ -177,6 +195,10 @@ def _call(node: ast.Call, scope: dict[str, Shape]) -> tuple[float, Shape]:
         return cost + 1.0 + walked, SCALAR
     if fn.startswith("sets.") and len(sizes) == 2:
         return cost + 1.0 + sizes[0] * sizes[1], SCALAR
+    if fn in _PARSING and node.args:
+        return cost + math.ceil(_PARSING[fn] * STRING_TRAVERSAL * sizes[-len(node.args)]), SCALAR
+    if fn in _CONTAINMENT and node.args:
+        return cost + _CONTAINMENT[fn] + math.ceil(STRING_TRAVERSAL * sizes[-1]), SCALAR
     if fn in _TRAVERSING and shapes:
         traversed = sum(sizes)
         result = (

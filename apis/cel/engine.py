@@ -16,7 +16,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
 
-from apis.cel import ast
+from apis.cel import ast, objects
 
 # CEL types by the names kube's DeclTypes use; `list(...)`/`map(...)` are built with the helpers.
 BOOL, INT, UINT, DOUBLE, STRING, BYTES = "bool", "int", "uint", "double", "string", "bytes"
@@ -47,6 +47,8 @@ def map_of(key: str, value: str) -> str:
 def _engine_type(name: str) -> cel.Type:
     if name in _SCALARS:
         return _SCALARS[name]
+    if objects.is_object_type(name):
+        return cel.Type(name)
     head, _, rest = name.partition("(")
     args = _split_args(rest[:-1])
     if head == "list":
@@ -126,35 +128,110 @@ class Environment:
     optionals, and whatever `functions` a caller adds (the Kubernetes libraries)."""
 
     def __init__(self, variables: Mapping[str, str], functions: Sequence[Function] = ()) -> None:
-        decls = [
-            cel.FunctionDecl(
-                f.name,
-                [
-                    cel.Overload(
-                        o.id,
-                        _engine_type(o.result),
-                        [_engine_type(p) for p in o.params],
-                        is_member=o.member,
-                        impl=o.impl,
-                    )
-                    for o in f.overloads
-                ],
-            )
-            for f in functions
-        ]
-        extensions: list[Any] = [ext_strings.ExtStrings(), ext_optional.ExtOptional()]
-        if decls:
-            extensions.append(cel.CelExtension("kubernetes", decls))
-        self._env = cel.NewEnv(
-            variables={name: _engine_type(t) for name, t in variables.items()}, extensions=extensions
-        )
+        merged = _merge(functions)
+        runtime = [Function(name, _dispatching(overloads)) for name, overloads in merged.items()]
+        declared = [Function(name, overloads) for name, overloads in merged.items()]
+        engine_vars = {name: _engine_type(t) for name, t in variables.items()}
+        self._env = _new_env(engine_vars, declared)
+        # The engine registers implementations by CEL kind, and every library object is kind
+        # "message": `string(ip)` and `string(cidr)` would collide at runtime. Such expressions
+        # are type-checked against the precise overloads and then run in an environment where
+        # each colliding group is one overload that dispatches on the message type.
+        self._runtime_env = self._env if runtime == declared else _new_env(engine_vars, runtime)
 
     def compile(self, source: str) -> Program:
         try:
             expr = self._env.compile(source)
         except RuntimeError as e:
             raise CompileError(_compile_message(str(e))) from None
-        return Program(source, _type_name(expr.return_type()), ast.decode_checked(expr.serialize()), expr)
+        serialized = expr.serialize()
+        tree = ast.decode_checked(serialized)
+        _reject_object_literals(tree)
+        result_type = _type_name(expr.return_type())
+        if self._runtime_env is not self._env:
+            expr = self._runtime_env.deserialize(serialized)
+        return Program(source, result_type, tree, expr)
+
+
+def _new_env(variables: dict[str, Any], functions: Sequence[Function]) -> Any:
+    decls = [
+        cel.FunctionDecl(
+            f.name,
+            [
+                cel.Overload(
+                    o.id,
+                    _engine_type(o.result),
+                    [_engine_type(p) for p in o.params],
+                    is_member=o.member,
+                    impl=o.impl,
+                )
+                for o in f.overloads
+            ],
+        )
+        for f in functions
+    ]
+    extensions: list[Any] = [ext_strings.ExtStrings(), ext_optional.ExtOptional()]
+    if decls:
+        extensions.append(cel.CelExtension("kubernetes", decls))
+    return cel.NewEnv(descriptor_pool=objects.POOL, variables=variables, extensions=extensions)
+
+
+def _merge(functions: Sequence[Function]) -> dict[str, list[Overload]]:
+    """Libraries may each bring overloads of one name (`isGreaterThan` of quantity and semver)."""
+    merged: dict[str, list[Overload]] = {}
+    for f in functions:
+        merged.setdefault(f.name, []).extend(f.overloads)
+    return merged
+
+
+def _kind(type_name: str) -> str:
+    return "message" if objects.is_object_type(type_name) else type_name.partition("(")[0]
+
+
+def _dispatching(overloads: list[Overload]) -> list[Overload]:
+    """The overloads with those that collide at runtime (same kinds) folded into one each."""
+    groups: dict[tuple[Any, ...], list[Overload]] = {}
+    for o in overloads:
+        groups.setdefault((o.member, *map(_kind, o.params)), []).append(o)
+    out = []
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0])
+        else:
+            first = group[0]
+            result = first.result if all(o.result == first.result for o in group) else DYN
+            out.append(Overload(first.id, first.params, result, _dispatcher(group), first.member))
+    return out
+
+
+def _dispatcher(group: list[Overload]) -> Callable[..., Any]:
+    def dispatch(*args: Any) -> Any:
+        for o in group:
+            pairs = zip(o.params, args, strict=True)
+            if all(not objects.is_object_type(p) or objects.type_of(a) == p for p, a in pairs):
+                return o.impl(*args)
+        raise ValueError("no such overload")
+
+    return dispatch
+
+
+def _reject_object_literals(node: ast.Node) -> None:
+    """The library's types are messages only to the engine (see apis/cel/objects.py); kube has no
+    literal syntax for them, so `kubernetes.Quantity{...}` is refused as cel-go's checker would."""
+    if isinstance(node, ast.CreateStruct) and node.message_name:
+        raise CompileError(f"undeclared reference to '{node.message_name}'")
+    children: tuple[ast.Node | None, ...] = ()
+    if isinstance(node, ast.Select):
+        children = (node.operand,)
+    elif isinstance(node, ast.Call):
+        children = (node.target, *node.args)
+    elif isinstance(node, ast.CreateList | ast.CreateStruct):
+        children = node.values if isinstance(node, ast.CreateStruct) else node.elements
+    elif isinstance(node, ast.Comprehension):
+        children = (node.iter_range, node.accu_init, node.loop_condition, node.loop_step, node.result)
+    for child in children:
+        if child is not None:
+            _reject_object_literals(child)
 
 
 def _compile_message(text: str) -> str:
@@ -166,6 +243,8 @@ def _compile_message(text: str) -> str:
 
 def _type_name(t: Any) -> str:
     name = t.name()
+    if objects.is_object_type(name):
+        return str(name)
     return {
         "BOOL": BOOL,
         "INT": INT,

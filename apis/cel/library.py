@@ -2,12 +2,15 @@
 
 Carried: lists (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`), regex (`find`,
 `findAll`), sets (`sets.contains`, `sets.equivalent`, `sets.intersects`), `hasValue`/`value` for
-`optionalOldSelf`; the engine itself brings
-optionals and the strings extension with `format`. Not carried, because the engine cannot return
-an opaque value from a Python function (it answers "Unimplemented type"): `url`, `quantity`, `ip`,
-`cidr`, `semver`, `format.named`, `authorizer`. The engine's overloads are resolved at runtime by
-CEL kind only, so list functions are declared over `list(dyn)` and return `dyn`: kube's checker
-would reject `['a'].sum()` at compile time, ours fails it at evaluation.
+`optionalOldSelf`, and, in their own modules, quantity (`library_quantity`), URLs (`library_url`),
+IP and CIDR (`library_net`), semver (`library_semver`), named formats (`library_format`, with
+stand-ins for its optional results); the engine itself brings optionals and the strings extension
+with `format`. The object types of those libraries (`kubernetes.Quantity`, `net.IP`, …) are
+protobuf messages to the engine, since it cannot return an opaque value from a Python function
+(see apis/cel/objects.py). Not carried: `authorizer`. The engine's
+overloads are resolved at runtime by CEL kind only, so list functions are declared over
+`list(dyn)` and return `dyn`: kube's checker would reject `['a'].sum()` at compile time, ours
+fails it at evaluation.
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ from functools import lru_cache
 from typing import Any
 
 from apis.cel.engine import BOOL, DYN, INT, STRING, Function, Overload, list_of, map_of
+from apis.cel.library_format import FORMAT_LIBRARY
+from apis.cel.library_net import NET_LIBRARY
+from apis.cel.library_quantity import QUANTITY_LIBRARY
+from apis.cel.library_semver import SEMVER_LIBRARY
+from apis.cel.library_url import URL_LIBRARY
 
 _LIST = list_of(DYN)
 
@@ -119,7 +127,7 @@ def optional_value(present: bool, value: Any) -> dict[str, Any]:
     return {"present": present, "value": value}
 
 
-KUBERNETES_LIBRARY: tuple[Function, ...] = (
+_LISTS_REGEX_SETS: tuple[Function, ...] = (
     Function("isSorted", [Overload("list_is_sorted", [_LIST], BOOL, _is_sorted, member=True)]),
     Function("sum", [Overload("list_sum", [_LIST], DYN, _sum, member=True)]),
     Function("min", [Overload("list_min", [_LIST], DYN, _extreme("min", min), member=True)]),
@@ -151,4 +159,8 @@ KUBERNETES_LIBRARY: tuple[Function, ...] = (
             )
         ],
     ),
+)
+
+KUBERNETES_LIBRARY: tuple[Function, ...] = (
+    _LISTS_REGEX_SETS + QUANTITY_LIBRARY + URL_LIBRARY + NET_LIBRARY + SEMVER_LIBRARY + FORMAT_LIBRARY
 )

@@ -1,0 +1,111 @@
+"""kube's named-format library (k8s.io/apiserver/pkg/cel/library/format.go).
+
+`format.named(name)` and `<format>.validate(s)` return optionals in kube, and a Python function
+cannot return an optional to our engine. They return two library messages instead,
+`kubernetes.OptionalNamedFormat` and `kubernetes.OptionalStringList`, which carry kube's optional
+methods `hasValue()` and `value()`; so the ways kube's docs use them work
+(`format.named("dns1123Label").value().validate(self).hasValue()`,
+`!format.dns1123Label().validate(self).hasValue()`). What does not: `orValue(v)` (the engine's
+runtime finds only its own `orValue` under that name), `.?`, comparing with `optional.none()`, and
+`type()` (it names our message).
+The validators are apimachinery's (apis/meta/names.py) and kube-openapi's strfmt checks, with
+kube's messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from apis.cel import objects
+from apis.cel.engine import BOOL, STRING, Function, Overload, list_of
+from apis.cel.library_url import request_uri_error
+from apis.meta import names
+from apis.schema.validate import _FORMAT_CHECKS as STRFMT  # kube-openapi's strfmt.Default, ported
+
+Validator = Callable[[str], list[str]]
+
+
+def _masked(validate: Validator) -> Validator:
+    """The `...Prefix` formats: a generateName prefix may end in '-' (apimachinery's maskTrailingDash)."""
+
+    def check(s: str) -> list[str]:
+        return validate(s[: max(len(s) - 2, 0)] + "a" if len(s) > 1 and s.endswith("-") else s)
+
+    return check
+
+
+def _strfmt(name: str, message: str) -> Validator:
+    return lambda s: [] if STRFMT[name](s) else [message]
+
+
+def _uri(s: str) -> list[str]:
+    error = request_uri_error(s)
+    return [error] if error else []
+
+
+# kube's ConstantFormats: the CEL name → (Name, validator).
+FORMATS: dict[str, tuple[str, Validator]] = {
+    "dns1123Label": ("DNS1123Label", names.is_dns1123_label),
+    "dns1123Subdomain": ("DNS1123Subdomain", names.is_dns1123_subdomain),
+    "dns1035Label": ("DNS1035Label", names.is_dns1035_label),
+    "qualifiedName": ("QualifiedName", names.is_qualified_name),
+    "dns1123LabelPrefix": ("DNS1123LabelPrefix", _masked(names.is_dns1123_label)),
+    "dns1123SubdomainPrefix": ("DNS1123SubdomainPrefix", _masked(names.is_dns1123_subdomain)),
+    "dns1035LabelPrefix": ("DNS1035LabelPrefix", _masked(names.is_dns1035_label)),
+    "labelValue": ("LabelValue", names.is_valid_label_value),
+    "uri": ("URI", _uri),
+    "uuid": ("uuid", _strfmt("uuid", "does not match the UUID format")),
+    "byte": ("byte", _strfmt("byte", "invalid base64")),
+    "date": ("date", _strfmt("date", "invalid date")),
+    "datetime": ("datetime", _strfmt("datetime", "invalid datetime")),
+}
+_BY_NAME = {name: validate for name, validate in FORMATS.values()}
+
+
+def _format(cel_name: str) -> Any:
+    return objects.new(objects.NAMED_FORMAT, name=FORMATS[cel_name][0])
+
+
+def _named(cel_name: str) -> Any:
+    if cel_name not in FORMATS:
+        return objects.new(objects.OPTIONAL_NAMED_FORMAT)
+    return objects.new(objects.OPTIONAL_NAMED_FORMAT, present=True, value=_format(cel_name))
+
+
+def _validate(f: Any, s: str) -> Any:
+    errors = _BY_NAME[f.name](s)
+    return objects.new(objects.OPTIONAL_STRING_LIST, present=bool(errors), values=errors)
+
+
+def _value(o: Any) -> Any:
+    if not o.present:
+        raise ValueError("optional.none() dereference")
+    return list(o.values) if objects.type_of(o) == objects.OPTIONAL_STRING_LIST else o.value
+
+
+_F, _OF, _OL = objects.NAMED_FORMAT, objects.OPTIONAL_NAMED_FORMAT, objects.OPTIONAL_STRING_LIST
+_STRINGS = list_of(STRING)
+
+FORMAT_LIBRARY: tuple[Function, ...] = (
+    Function("format.named", [Overload("format-named", [STRING], _OF, _named)]),
+    *(
+        Function(f"format.{name}", [Overload(f"format.{name}", [], _F, lambda n=name: _format(n))])
+        for name in FORMATS
+    ),
+    Function("validate", [Overload("format-validate", [_F, STRING], _OL, _validate, member=True)]),
+    Function(
+        "hasValue",
+        [
+            Overload("k8s_optional_format_has_value", [_OF], BOOL, lambda o: o.present, member=True),
+            Overload("k8s_optional_errors_has_value", [_OL], BOOL, lambda o: o.present, member=True),
+        ],
+    ),
+    Function(
+        "value",
+        [
+            Overload("k8s_optional_format_value", [_OF], _F, _value, member=True),
+            Overload("k8s_optional_errors_value", [_OL], _STRINGS, _value, member=True),
+        ],
+    ),
+)
