@@ -87,6 +87,19 @@ class Function:
     overloads: Sequence[Overload]
 
 
+def ordering(prefix: str, type_: Any, compare: Callable[[Any, Any], int]) -> tuple[Function, ...]:
+    """kube's isGreaterThan / isLessThan / compareTo members of an ordered library type (quantity,
+    semver), all from one three-way `compare`; overload ids are `<prefix>_is_greater_than` etc."""
+    both = [type_, type_]
+    greater = Overload(f"{prefix}_is_greater_than", both, BOOL, lambda a, b: compare(a, b) == 1, member=True)
+    less = Overload(f"{prefix}_is_less_than", both, BOOL, lambda a, b: compare(a, b) == -1, member=True)
+    return (
+        Function("isGreaterThan", [greater]),
+        Function("isLessThan", [less]),
+        Function("compareTo", [Overload(f"{prefix}_compare_to", both, INT, compare, member=True)]),
+    )
+
+
 class CompileError(ValueError):
     """Parse or type-check failure; the text is the engine's, as kube shows cel-go's."""
 

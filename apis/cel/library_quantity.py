@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from apis.cel import objects
-from apis.cel.engine import BOOL, DOUBLE, INT, STRING, Function, Overload
+from apis.cel.engine import BOOL, DOUBLE, INT, STRING, Function, Overload, ordering
 
 _SPLIT_RE = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 ERR_FORMAT_WRONG = f"quantities must match the regular expression '{_SPLIT_RE}'"
@@ -165,15 +165,7 @@ QUANTITY_LIBRARY: tuple[Function, ...] = (
     Function("isQuantity", [Overload("is_quantity_string", [STRING], BOOL, _is_quantity)]),
     # kube declares sign() as a global function, not a member: `sign(q)`.
     Function("sign", [Overload("quantity_sign", [_Q], INT, _sign)]),
-    Function(
-        "isGreaterThan",
-        [Overload("quantity_is_greater_than", [_Q, _Q], BOOL, lambda a, b: _compare(a, b) == 1, member=True)],
-    ),
-    Function(
-        "isLessThan",
-        [Overload("quantity_is_less_than", [_Q, _Q], BOOL, lambda a, b: _compare(a, b) == -1, member=True)],
-    ),
-    Function("compareTo", [Overload("quantity_compare_to", [_Q, _Q], INT, _compare, member=True)]),
+    *ordering("quantity", _Q, _compare),
     Function(
         "asApproximateFloat",
         [Overload("quantity_get_float", [_Q], DOUBLE, lambda q: float(_value(q)), member=True)],

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from apis.cel import objects
-from apis.cel.engine import BOOL, INT, STRING, Function, Overload
+from apis.cel.engine import BOOL, INT, STRING, Function, Overload, ordering
 
 _NUMBERS = "0123456789"
 _ALPHANUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-" + _NUMBERS
@@ -149,15 +149,7 @@ SEMVER_LIBRARY: tuple[Function, ...] = (
             Overload("is_semver_string_bool", [STRING, BOOL], BOOL, _is_semver),
         ],
     ),
-    Function(
-        "isGreaterThan",
-        [Overload("semver_is_greater_than", [_S, _S], BOOL, lambda a, b: compare(a, b) == 1, member=True)],
-    ),
-    Function(
-        "isLessThan",
-        [Overload("semver_is_less_than", [_S, _S], BOOL, lambda a, b: compare(a, b) == -1, member=True)],
-    ),
-    Function("compareTo", [Overload("semver_compare_to", [_S, _S], INT, compare, member=True)]),
+    *ordering("semver", _S, compare),
     Function("major", [Overload("semver_major", [_S], INT, lambda v: v.major, member=True)]),
     Function("minor", [Overload("semver_minor", [_S], INT, lambda v: v.minor, member=True)]),
     Function("patch", [Overload("semver_patch", [_S], INT, lambda v: v.patch, member=True)]),
