@@ -151,6 +151,9 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
         # ~1.3 KiB per connection for a value nothing here reads (authentication takes the DER from
         # ssl_object). Drop it; _get_extra_info builds it again should anyone ask.
         self._extra.pop("peercert", None)
+        # The handshake's buffers were just freed between objects this connection keeps.
+        if handshake_exc is None and self._trimmer is not None:
+            self._trimmer.connection_changed(self._loop)
 
     def _get_extra_info(self, name: str, default: object = None) -> object:
         if name == "peercert":
@@ -201,7 +204,7 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
             self._count.release()
             self._count = None
         if self._trimmer is not None:
-            self._trimmer.connection_closed(self._loop)
+            self._trimmer.connection_changed(self._loop)
 
 
 class ConnectionCount:

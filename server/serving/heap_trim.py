@@ -1,4 +1,4 @@
-"""Give the memory of closed connections back to the OS (glibc ``malloc_trim``) after a burst of closes.
+"""Give freed connection memory back to the OS (glibc ``malloc_trim``) after a burst of connections.
 
 Why: a connection's memory is many small allocations (Python objects, OpenSSL's per-connection
 state) interleaved in glibc's heap with long-lived ones. When thousands of connections close, that
@@ -6,9 +6,16 @@ memory is free but glibc only returns the top of a heap by itself, so RSS stayed
 it: measured +62 MB after 2,000 idle TLS connections came and went. ``malloc_trim(0)`` also
 releases free pages inside the heap; measured, it brings RSS back to within a few MB of idle.
 
-It costs a walk over the heap's free chunks, so it runs only after ``after_closes`` connections
-closed, a moment later (so it sees the whole burst), at most every ``min_interval`` seconds, and in
-a worker thread: the event loop never waits for it. Without glibc (e.g. musl) this does nothing.
+Opening connections leaves the same kind of free memory: a TLS handshake holds tens of KB of
+buffers that are freed when it completes, between the small objects the connection keeps. Measured
+with 1,000 watches opened concurrently: +71 MB of RSS, +47 MB after a trim (+44 MB when opened one
+by one). So handshakes count as well as closes, as Go's background scavenger returns free pages
+whatever freed them.
+
+It costs a walk over the heap's free chunks, so it runs only after ``after_events`` handshakes or
+closes, a moment later (so it sees the whole burst), at most every ``min_interval`` seconds, and in
+a worker thread (ctypes releases the GIL for the call): the event loop never waits for it. Without
+glibc (e.g. musl) this does nothing.
 """
 
 from __future__ import annotations
@@ -22,9 +29,9 @@ from collections.abc import Callable
 
 logger = logging.getLogger(__name__)
 
-AFTER_CLOSES = 256
+AFTER_EVENTS = 256
 DELAY = 2.0
-MIN_INTERVAL = 30.0
+MIN_INTERVAL = 10.0
 
 
 def _find_malloc_trim() -> Callable[[int], int] | None:
@@ -40,21 +47,21 @@ _MALLOC_TRIM = _find_malloc_trim()
 
 
 class HeapTrimmer:
-    """Counts closed connections and trims the heap in a thread after enough of them closed."""
+    """Counts handshakes and closes, and trims the heap in a thread after enough of them."""
 
-    __slots__ = ("_after_closes", "_closed", "_delay", "_last", "_min_interval", "_scheduled", "_trim")
+    __slots__ = ("_after_events", "_delay", "_events", "_last", "_min_interval", "_scheduled", "_trim")
 
     def __init__(
         self,
         *,
-        after_closes: int = AFTER_CLOSES,
+        after_events: int = AFTER_EVENTS,
         delay: float = DELAY,
         min_interval: float = MIN_INTERVAL,
         trim: Callable[[int], int] | None = _MALLOC_TRIM,
     ) -> None:
-        self._after_closes, self._delay, self._min_interval = after_closes, delay, min_interval
+        self._after_events, self._delay, self._min_interval = after_events, delay, min_interval
         self._trim = trim
-        self._closed = 0
+        self._events = 0
         self._last = float("-inf")
         self._scheduled = False
 
@@ -62,10 +69,10 @@ class HeapTrimmer:
     def available(self) -> bool:
         return self._trim is not None
 
-    def connection_closed(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Call on the event loop whenever a connection is gone."""
-        self._closed += 1
-        if self._trim is None or self._scheduled or self._closed < self._after_closes:
+    def connection_changed(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Call on the event loop whenever a TLS handshake completes or a connection is gone."""
+        self._events += 1
+        if self._trim is None or self._scheduled or self._events < self._after_events:
             return
         self._scheduled = True
         wait = max(self._delay, self._last + self._min_interval - time.monotonic())
@@ -73,7 +80,7 @@ class HeapTrimmer:
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._scheduled = False
-        self._closed = 0
+        self._events = 0
         self._last = time.monotonic()
         try:
             future = loop.run_in_executor(None, self._run)

@@ -34,7 +34,7 @@ WATCH_PATH = f"{GROUP_PATH}/toppings?watch=1"
 _SERVING = re.compile(r"Serving securely on (https://\S+)")
 START_TIMEOUT = 60.0
 SETTLE_TIMEOUT = 10.0
-# The server gives memory back a moment after a burst of closes (server.serving.heap_trim).
+# The server gives memory back a moment after a burst of handshakes or closes (server.serving.heap_trim).
 AFTER_CLOSE_WAIT = 5.0
 
 

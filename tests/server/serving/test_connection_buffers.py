@@ -154,13 +154,53 @@ async def test_heap_trim_runs_once_after_a_burst_of_closes() -> None:
         return 1
 
     loop = asyncio.get_running_loop()
-    trimmer = HeapTrimmer(after_closes=3, delay=0.01, min_interval=60.0, trim=trim)
+    trimmer = HeapTrimmer(after_events=3, delay=0.01, min_interval=60.0, trim=trim)
     for _ in range(2):
-        trimmer.connection_closed(loop)
+        trimmer.connection_changed(loop)
     await asyncio.sleep(0.05)
     assert calls == []
     for _ in range(10):
-        trimmer.connection_closed(loop)
+        trimmer.connection_changed(loop)
     await asyncio.wait_for(trimmed.wait(), 5)
     await asyncio.sleep(0.05)
     assert calls == [0]  # one trim for the burst; the next waits for min_interval
+
+
+async def test_heap_trim_counts_handshakes_of_connections_that_stay_open(tmp_path: Path) -> None:
+    """A burst of opens leaves freed handshake buffers in the heap too: it must trigger a trim
+    without any connection closing."""
+    server_context, client_context = await asyncio.to_thread(_contexts, tmp_path)
+    loop = asyncio.get_running_loop()
+    trimmed = asyncio.Event()
+
+    def trim(pad: int) -> int:
+        loop.call_soon_threadsafe(trimmed.set)
+        return 1
+
+    trimmer = HeapTrimmer(after_events=3, delay=0.01, min_interval=60.0, trim=trim)
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", _echo)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    server = await loop.create_server(
+        connection_buffers.compact_tls_protocols(runner.server, server_context, trimmer=trimmer),
+        "127.0.0.1",
+        0,
+    )
+    port = server.sockets[0].getsockname()[1]
+    writers = []
+    try:
+        for _ in range(2):
+            _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_context)
+            writers.append(writer)
+        await asyncio.sleep(0.1)
+        assert not trimmed.is_set()  # two handshakes: below the threshold
+        _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_context)
+        writers.append(writer)
+        await asyncio.wait_for(trimmed.wait(), 10)
+    finally:
+        for writer in writers:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+        await runner.cleanup()
