@@ -88,3 +88,41 @@ async def test_the_condition_asks_the_authorizer_for_the_requesting_user(
         "resourceAttributes": {"verb": "create", "group": GROUP, "version": "*", "resource": "toppings"},
     } in asked
     assert any(spec.get("user") == "bob" for spec in asked)
+
+
+async def test_a_failing_review_is_an_errored_decision(control_plane: ControlPlane, tmp_path: Path) -> None:
+    """The cluster fails the condition's SubjectAccessReview: the decision is `errored()` with the
+    client's error, not allowed (the union has no opinion), and nothing is cached."""
+    plane = control_plane
+    plane.tokens["alice"] = {"username": "alice"}
+
+    def failing_toppings(spec: dict[str, Any]) -> dict[str, Any]:
+        if (spec.get("resourceAttributes") or {}).get("resource") == "toppings":
+            raise RuntimeError("authorizer backend down")
+        return rbac(spec)
+
+    plane.sar_rule = failing_toppings
+    errored = f"authorizer.group('{GROUP}').resource('toppings').check('create')"
+    conditions = [
+        {"name": "errored", "expression": f"{errored}.errored() && !{errored}.allowed()"},
+        {"name": "says-why", "expression": f"{errored}.error().contains('500')"},
+    ]
+    async with running_webhook(tmp_path / "hook", deny_with("the authorizer is down")) as webhook:
+        plane.objects.validating.put(
+            configuration(
+                "authz", hook("errored.example.com", webhook.client_config(), matchConditions=conditions)
+            )
+        )
+        flags = ("--kubeconfig", str(plane.kubeconfig), "--disable-admission-plugins", "PizzaToppings")
+        async with delegated_server(tmp_path / "data", plane, *flags) as server:
+            deadline = asyncio.get_running_loop().time() + 15
+            for attempt in itertools.count():
+                status, body = await call(
+                    server, pizzas_path(), method="POST", headers=bearer("alice"), body=pizza(f"e{attempt}")
+                )
+                if status != 201 or asyncio.get_running_loop().time() > deadline:
+                    break
+                await asyncio.sleep(0.05)
+    assert status == 400, body
+    assert body["message"].endswith("denied the request: the authorizer is down"), body
+    assert len(webhook.reviews) == 1
