@@ -25,7 +25,6 @@ costs a SubjectAccessReview round trip (or a cache hit) either way.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -85,22 +84,21 @@ class CostLimitExceeded(EvalError):
 
 @dataclass
 class Checks:
-    """The checks of one evaluation (one webhook's conditions): decisions so far, those asked for
-    in the current round that are not known yet, and the calls made in the current round, of which
-    at most `limit` are allowed (None: no limit)."""
+    """The checks of one evaluation (one webhook's conditions): decisions so far, the first check
+    of the current round whose decision is not known yet, and the calls made in the current round,
+    of which at most `limit` are allowed (None: no limit)."""
 
     authorize: Authorize
     decisions: dict[Check, Verdict] = field(default_factory=dict)
-    pending: set[Check] = field(default_factory=set)
+    pending: Check | None = None
     limit: int | None = None
     calls: int = 0
     exceeded: bool = False
 
     async def resolve(self) -> None:
-        asked = list(self.pending)
-        self.pending.clear()
-        answers = await asyncio.gather(*(self.authorize(c) for c in asked))
-        self.decisions.update(zip(asked, answers, strict=True))
+        if self.pending is not None:
+            asked, self.pending = self.pending, None
+            self.decisions[asked] = await self.authorize(asked)
 
 
 _CURRENT: ContextVar[Checks | None] = ContextVar("cel_authz_checks", default=None)
@@ -129,7 +127,7 @@ async def evaluate(
 ) -> tuple[Any, int]:
     """`program.evaluate(variables)` where `check` calls are answered by `checks.authorize`, and
     the number of checks it made (kube charges each). The expression runs on the loop, and again
-    after each round of unknown checks has been authorized. More than `limit` calls stop it with
+    after the first unknown check of each run has been authorized. More than `limit` calls stop it with
     CostLimitExceeded; a call past the limit is never sent to the authorizer."""
     checks.limit = limit
     for _ in range(MAX_ROUNDS):
@@ -142,7 +140,7 @@ async def evaluate(
             failure = e
         finally:
             _CURRENT.reset(token)
-        if not checks.pending:
+        if checks.pending is None:
             if checks.exceeded:
                 raise CostLimitExceeded(COST_LIMIT_EXCEEDED)
             if failure is not None:
@@ -225,8 +223,8 @@ def _decide(check: Check) -> Any:
     if verdict is None:
         # Only the first unknown check of a round is asked: up to it the evaluation took the path
         # kube's would, past it the path depends on the answer (`a || b` needs b only if a fails).
-        if not checks.pending:
-            checks.pending.add(check)
+        if checks.pending is None:
+            checks.pending = check
         raise ValueError(_PENDING)
     return objects.new(DECISION, allowed=verdict.allowed, reason=verdict.reason, error=verdict.error)
 
