@@ -126,3 +126,46 @@ async def test_a_failing_review_is_an_errored_decision(control_plane: ControlPla
     assert status == 400, body
     assert body["message"].endswith("denied the request: the authorizer is down"), body
     assert len(webhook.reviews) == 1
+
+
+async def test_a_third_check_fails_the_request_with_kubes_cost_message(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """Three checks made in one condition pass kube's per-call limit (3 x 350,000 > 1e6): with
+    failurePolicy Fail the request is refused with kube's 403, and the hook is not called."""
+    plane = control_plane
+    plane.tokens["alice"] = {"username": "alice"}
+    plane.sar_rule = lambda spec: {"allowed": True}
+    three = " && ".join(
+        f"authorizer.group('{GROUP}').resource('toppings').check('{verb}').allowed()"
+        for verb in ("create", "update", "delete")
+    )
+    conditions = [{"name": "three-checks", "expression": three}]
+    async with running_webhook(tmp_path / "hook", deny_with("never called")) as webhook:
+        plane.objects.validating.put(
+            configuration(
+                "costly", hook("costly.example.com", webhook.client_config(), matchConditions=conditions)
+            )
+        )
+        flags = ("--kubeconfig", str(plane.kubeconfig), "--disable-admission-plugins", "PizzaToppings")
+        async with delegated_server(tmp_path / "data", plane, *flags) as server:
+            deadline = asyncio.get_running_loop().time() + 15
+            for attempt in itertools.count():
+                status, body = await call(
+                    server, pizzas_path(), method="POST", headers=bearer("alice"), body=pizza(f"c{attempt}")
+                )
+                if status != 201 or asyncio.get_running_loop().time() > deadline:
+                    break
+                await asyncio.sleep(0.05)
+    assert status == 403 and body["reason"] == "Forbidden", body
+    assert body["message"] == (
+        f'pizzas.{GROUP} "c{attempt}" is forbidden: '
+        f"expression '{three}' resulted in error: operation cancelled: actual cost limit exceeded"
+    )
+    assert webhook.reviews == []
+    verbs = [
+        r["spec"]["resourceAttributes"]["verb"]
+        for r in plane.access_reviews
+        if r["spec"].get("resourceAttributes", {}).get("resource") == "toppings"
+    ]
+    assert "delete" not in verbs  # the check past the limit is never asked
