@@ -210,7 +210,9 @@ async def build_config(options: Options) -> Config:
                     logger.warning("watch cache for %s not filled yet; serving from storage", feed.prefix)
         # After the groups are installed (their plugin names are known) and before serving, so that
         # the informers are filling while the server starts; /readyz reports their sync.
-        admission = await start_admission(options.admission, security.connections, installations)
+        admission = await start_admission(
+            options.admission, security.connections, installations, authorizer=security.authorizer
+        )
     except BaseException:
         for feed in feeds:
             await feed.stop()

@@ -14,6 +14,7 @@ character or element a string/list operation traverses; 10 to build a list.
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -66,6 +67,15 @@ _PARSING = {
     "validate": 128 * 0.25,
 }
 _CONTAINMENT = {"containsIP": 4.0, "containsCIDR": 7.0}
+# kube's cost.go for the authorizer library: a check has a fixed cost "set to allow for only two
+# authorization checks per expression" (the per-call limit is 1e6); its builders and accessors cost 1
+# (our default). A selector is parsed into requirements: a list (10), 0.1 per character, and per
+# requirement (at most one per two characters) a struct and its values list (40 + 10).
+AUTHZ_CHECK = 350_000.0
+# What a check is charged in the estimate being made: 0 in `estimate_without_checks`.
+_CHECK_COST: ContextVar[float] = ContextVar("cel_cost_authz_check", default=AUTHZ_CHECK)
+_SELECTORS = frozenset({"fieldSelector", "labelSelector"})
+_SELECTOR_REQUIREMENT = LIST_CREATE + 40.0
 
 
 class Shape(Protocol):
@@ -197,6 +207,12 @@ def _call(node: ast.Call, scope: dict[str, Shape]) -> tuple[float, Shape]:
         return cost + 1.0 + sizes[0] * sizes[1], SCALAR
     if fn in _PARSING and node.args:
         return cost + math.ceil(_PARSING[fn] * STRING_TRAVERSAL * sizes[-len(node.args)]), SCALAR
+    if fn == "check" and node.target is not None:
+        return cost + _CHECK_COST.get(), SCALAR
+    if fn in _SELECTORS and node.args:
+        size = sizes[-1]
+        parse = math.ceil(STRING_TRAVERSAL * size) + math.ceil(0.5 * size) * _SELECTOR_REQUIREMENT
+        return cost + LIST_CREATE + parse, SCALAR
     if fn in _CONTAINMENT and node.args:
         return cost + _CONTAINMENT[fn] + math.ceil(STRING_TRAVERSAL * sizes[-1]), SCALAR
     if fn in _TRAVERSING and shapes:
@@ -212,6 +228,16 @@ def _call(node: ast.Call, scope: dict[str, Shape]) -> tuple[float, Shape]:
     if fn == "_[_]" and shapes:
         return cost + 1.0, shapes[0].item()
     return cost + 1.0, SCALAR
+
+
+def estimate_without_checks(node: ast.Node, variables: dict[str, Shape]) -> float:
+    """`estimate` with authorization checks free: what an expression costs besides the checks it
+    actually makes, which are charged `AUTHZ_CHECK` each as they happen (kube's runtime cost)."""
+    token = _CHECK_COST.set(0.0)
+    try:
+        return estimate(node, variables)
+    finally:
+        _CHECK_COST.reset(token)
 
 
 # A path from a variable: field names, None for an item (a list's element, a map's key).

@@ -7,7 +7,7 @@ IP and CIDR (`library_net`), semver (`library_semver`), named formats (`library_
 stand-ins for its optional results); the engine itself brings optionals and the strings extension
 with `format`. The object types of those libraries (`kubernetes.Quantity`, `net.IP`, …) are
 protobuf messages to the engine, since it cannot return an opaque value from a Python function
-(see apis/cel/objects.py). Not carried: `authorizer`. The engine's
+(see apis/cel/objects.py). The authorizer library is `library_authz` (admission only). The engine's
 overloads are resolved at runtime by CEL kind only, so list functions are declared over
 `list(dyn)` and return `dyn`: kube's checker would reject `['a'].sum()` at compile time, ours
 fails it at evaluation.

@@ -47,9 +47,45 @@ _MESSAGES: dict[str, list[tuple[Any, ...]]] = {
         ("value", _F.TYPE_MESSAGE, ".kubernetes.NamedFormat", False),
     ],
     "kubernetes.OptionalStringList": [("present", _F.TYPE_BOOL), ("values", _F.TYPE_STRING, "", True)],
+    # The authorizer library (library_authz): each check carries what kube's value carries, plus the
+    # service account it checks for (empty: the requesting user); the variable carries its
+    # `requestResource` as a field.
+    "kubernetes.authorization.ResourceCheck": [
+        ("group", _F.TYPE_STRING),
+        ("resource", _F.TYPE_STRING),
+        ("subresource", _F.TYPE_STRING),
+        ("namespace", _F.TYPE_STRING),
+        ("name", _F.TYPE_STRING),
+        ("field_selector", _F.TYPE_STRING),
+        ("label_selector", _F.TYPE_STRING),
+        ("sa_namespace", _F.TYPE_STRING),
+        ("sa_name", _F.TYPE_STRING),
+    ],
+    "kubernetes.authorization.Authorizer": [
+        ("sa_namespace", _F.TYPE_STRING),
+        ("sa_name", _F.TYPE_STRING),
+        ("requestResource", _F.TYPE_MESSAGE, ".kubernetes.authorization.ResourceCheck", False),
+    ],
+    "kubernetes.authorization.PathCheck": [
+        ("path", _F.TYPE_STRING),
+        ("sa_namespace", _F.TYPE_STRING),
+        ("sa_name", _F.TYPE_STRING),
+    ],
+    "kubernetes.authorization.GroupCheck": [
+        ("group", _F.TYPE_STRING),
+        ("sa_namespace", _F.TYPE_STRING),
+        ("sa_name", _F.TYPE_STRING),
+    ],
+    "kubernetes.authorization.Decision": [
+        ("allowed", _F.TYPE_BOOL),
+        ("reason", _F.TYPE_STRING),
+        ("error", _F.TYPE_STRING),
+    ],
 }
 
-QUANTITY, URL, IP, CIDR, SEMVER, NAMED_FORMAT, OPTIONAL_NAMED_FORMAT, OPTIONAL_STRING_LIST = _MESSAGES
+QUANTITY, URL, IP, CIDR, SEMVER, NAMED_FORMAT, OPTIONAL_NAMED_FORMAT, OPTIONAL_STRING_LIST = list(_MESSAGES)[
+    :8
+]
 
 
 def _build_pool() -> descriptor_pool.DescriptorPool:

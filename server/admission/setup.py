@@ -35,6 +35,7 @@ from server.admission.webhook.credentials import WebhookCredentials
 from server.admission.webhook.hooks import MUTATING_PATH, VALIDATING_PATH, HookSource
 from server.admission.webhook.matching import ConditionEvaluator, Matcher
 from server.admission.webhook.plugins import MutatingWebhook, ValidatingWebhook
+from server.authz.interface import Authorizer
 from server.cluster.connections import ClusterConnections
 from server.cluster.informer import SharedInformers
 from server.health import HealthCheck
@@ -130,8 +131,11 @@ async def start_admission(
     installations: list[GroupInstallation],
     *,
     conditions: ConditionEvaluator | None = None,
+    authorizer: Authorizer | None = None,
 ) -> Admission:
-    """Build the generic plugins and start their informers (the caller closes the result)."""
+    """Build the generic plugins and start their informers (the caller closes the result).
+
+    `authorizer` is the server's authorization chain, which matchConditions reach as `authorizer`."""
     known = set(GENERIC_PLUGINS)
     for installation in installations:
         known |= {p.name for p in installation.mutating} | {p.name for p in installation.validating}
@@ -155,7 +159,7 @@ async def start_admission(
     webhooks = [options.enabled(MUTATING_WEBHOOK), options.enabled(VALIDATING_WEBHOOK)]
     if any(webhooks):
         admission.clients = ClientManager(credentials)
-        matcher = Matcher(namespaces, client, conditions or CelConditions())
+        matcher = Matcher(namespaces, client, conditions or CelConditions(authorizer))
         for enabled, path, mutating in (
             (webhooks[0], MUTATING_PATH, True),
             (webhooks[1], VALIDATING_PATH, False),

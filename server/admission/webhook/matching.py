@@ -40,10 +40,11 @@ class ConditionEvaluator(Protocol):
 
     `request` is the admission/v1 AdmissionRequest the hook would receive (object, oldObject,
     request fields). Kube's rule applies to the result: any false condition skips the hook; otherwise
-    errors fail the request (failurePolicy Fail) or skip the hook (Ignore).
+    errors fail the request (failurePolicy Fail) or skip the hook (Ignore). Async because a condition
+    may ask the authorizer (a SubjectAccessReview) for the requesting user.
     """
 
-    def evaluate(
+    async def evaluate(
         self, hook: Hook, conditions: tuple[MatchCondition, ...], request: dict[str, Any]
     ) -> MatchResult: ...
 
@@ -156,7 +157,7 @@ class Matcher:
         if obj_error is not None:
             raise obj_error
         if hook.match_conditions:
-            result = self.conditions.evaluate(hook, hook.match_conditions, request_for(invocation))
+            result = await self.conditions.evaluate(hook, hook.match_conditions, request_for(invocation))
             if not result.matches:
                 return None
             if result.errors:
