@@ -13,7 +13,7 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.flags import add_list, add_path
+from server.flags import add_bool, add_list, add_path
 
 NAMESPACE_LIFECYCLE = "NamespaceLifecycle"
 MUTATING_WEBHOOK = "MutatingAdmissionWebhook"
@@ -28,6 +28,7 @@ class AdmissionOptions:
     admission_control_config_file: Path | None = None
     enable_admission_plugins: list[str] = field(default_factory=list)
     disable_admission_plugins: list[str] = field(default_factory=list)
+    enable_aggregator_routing: bool = False
 
     @staticmethod
     def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +65,15 @@ class AdmissionOptions:
             "File with admission control configuration (apiserver.config.k8s.io/v1 AdmissionConfiguration). "
             "For MutatingAdmissionWebhook and ValidatingAdmissionWebhook, a WebhookAdmission configuration's "
             "kubeConfigFile gives the credentials to present to webhooks.",
+        )
+        add_bool(
+            g,
+            "--enable-aggregator-routing",
+            False,
+            "Turns on routing of admission webhook calls for `service` clientConfigs to endpoint IPs (a "
+            "ready endpoint from the service's EndpointSlices, as kube-apiserver's flag of this name does) "
+            "rather than to the service's DNS name <name>.<namespace>.svc, which stays the TLS server name. "
+            "Needs get/list/watch on services and endpointslices.",
         )
 
     def validate(self) -> list[str]:

@@ -35,6 +35,11 @@ from server.admission.webhook.credentials import WebhookCredentials
 from server.admission.webhook.hooks import MUTATING_PATH, VALIDATING_PATH, HookSource
 from server.admission.webhook.matching import ConditionEvaluator, Matcher
 from server.admission.webhook.plugins import MutatingWebhook, ValidatingWebhook
+from server.admission.webhook.service_resolver import (
+    ENDPOINT_SLICES_PATH,
+    SERVICES_PATH,
+    EndpointServiceResolver,
+)
 from server.authz.interface import Authorizer
 from server.cluster.connections import ClusterConnections
 from server.cluster.informer import SharedInformers
@@ -158,7 +163,12 @@ async def start_admission(
     credentials = await asyncio.to_thread(WebhookCredentials.load, kubeconfig) if kubeconfig else None
     webhooks = [options.enabled(MUTATING_WEBHOOK), options.enabled(VALIDATING_WEBHOOK)]
     if any(webhooks):
-        admission.clients = ClientManager(credentials)
+        resolver = None
+        if options.enable_aggregator_routing:
+            resolver = EndpointServiceResolver(
+                informers.informer(SERVICES_PATH), informers.informer(ENDPOINT_SLICES_PATH)
+            )
+        admission.clients = ClientManager(credentials, resolver)
         matcher = Matcher(namespaces, client, conditions or CelConditions(authorizer))
         for enabled, path, mutating in (
             (webhooks[0], MUTATING_PATH, True),
@@ -169,8 +179,12 @@ async def start_admission(
             source = HookSource(informers.informer(path), mutating)
             configs = informers.informer(path)
 
-            async def ready(timeout: float, configs=configs) -> bool:
-                return await namespaces.wait_synced(timeout) and await configs.wait_synced(timeout)
+            async def ready(timeout: float, configs=configs, resolver=resolver) -> bool:
+                return (
+                    await namespaces.wait_synced(timeout)
+                    and await configs.wait_synced(timeout)
+                    and (resolver is None or await resolver.wait_synced(timeout))
+                )
 
             if mutating:
                 admission.mutating.append(

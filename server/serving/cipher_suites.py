@@ -62,7 +62,7 @@ TLS12_SUITES: dict[str, str] = {
 # Accepted by the flag, not configurable (Go always offers all three with TLS 1.3).
 TLS13_SUITES = frozenset({"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"})
 
-# ciphersuites_flag.go's versions; TLS 1.0 and 1.1 are refused by this server (see validate).
+# ciphersuites_flag.go's versions (TLS 1.0 and 1.1 need OpenSSL security level 0: see tls.TLSPolicy).
 TLS_VERSIONS: dict[str, ssl.TLSVersion] = {
     "VersionTLS10": ssl.TLSVersion.TLSv1,
     "VersionTLS11": ssl.TLSVersion.TLSv1_1,

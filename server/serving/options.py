@@ -22,6 +22,7 @@ from pathlib import Path
 
 from server.flags import CommaList, add_duration, add_int, add_list, add_path
 from server.serving.cipher_suites import TLS_VERSIONS, cipher_problems
+from server.serving.curves import curve_problems
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
@@ -44,12 +45,18 @@ class ServingOptions:
     serving_cert_dns_names: list[str] = field(default_factory=list)
     tls_cipher_suites: list[str] = field(default_factory=list)
     tls_min_version: str = ""
+    tls_curve_preferences: list[str] = field(default_factory=list)  # numeric CurveIDs, as typed
     max_connections: int = MAX_CONNECTIONS
     read_header_timeout: float = READ_HEADER_TIMEOUT
     idle_timeout: float = IDLE_TIMEOUT
     max_header_bytes: int = MAX_HEADER_BYTES
     # derived by complete(): extra IP SANs for the generated serving certificate
     serving_cert_ip_addresses: list[str] = field(default_factory=list)
+
+    @property
+    def curve_ids(self) -> list[int]:
+        """``--tls-curve-preferences`` as numbers (validate() reports those that are not)."""
+        return [int(v) for v in self.tls_curve_preferences if _is_int(v)]
 
     @property
     def generates_serving_cert(self) -> bool:
@@ -99,10 +106,14 @@ class ServingOptions:
         problems += cipher_problems(self.tls_cipher_suites)
         if self.tls_min_version and self.tls_min_version not in TLS_VERSIONS:
             problems.append(f'unknown tls version "{self.tls_min_version}"')
-        elif self.tls_min_version in ("VersionTLS10", "VersionTLS11"):
+        bad_ids = [v for v in self.tls_curve_preferences if not _is_int(v)]
+        if bad_ids:  # pflag's Int32Slice parse error
             problems.append(
-                f"--tls-min-version {self.tls_min_version} is not served: this server needs TLS 1.2 or newer"
+                f'invalid argument "{",".join(self.tls_curve_preferences)}" for "--tls-curve-preferences" '
+                f'flag: strconv.ParseInt: parsing "{bad_ids[0]}": invalid syntax'
             )
+        else:
+            problems += curve_problems(self.curve_ids)
         if self.max_connections < 0:
             problems.append("--max-connections can not be negative value")
         for flag, value in (
@@ -171,8 +182,19 @@ class ServingOptions:
             "--tls-min-version",
             metavar="string",
             default=d.tls_min_version,
-            help="Minimum TLS version supported. Possible values: VersionTLS12, VersionTLS13 "
-            "(default VersionTLS12).",
+            help="Minimum TLS version supported. Possible values: VersionTLS10, VersionTLS11, VersionTLS12, "
+            "VersionTLS13 (default VersionTLS12). Below 1.2 OpenSSL's security level 0 is used, which "
+            "TLS 1.0/1.1 need for their SHA-1 signatures.",
+        )
+        add_list(
+            g,
+            "--tls-curve-preferences",
+            d.tls_curve_preferences,
+            "Comma-separated list of numeric Go crypto/tls CurveID values, as the allowed key exchange "
+            "mechanisms for the server (29 X25519, 23 P-256, 24 P-384, 25 P-521, 4588 X25519MLKEM768, "
+            "4587 SecP256r1MLKEM768, 4589 SecP384r1MLKEM1024; the hybrids only where OpenSSL has them). "
+            "The order of the list is ignored: Go's preference order is kept. If omitted, the default Go "
+            "curves will be used.",
         )
         add_int(
             g,
@@ -201,6 +223,14 @@ class ServingOptions:
             "The maximum size of a request's line and headers together (Go's MaxHeaderBytes); larger "
             "requests are answered 431.",
         )
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text, 10)
+    except ValueError:
+        return False
+    return True
 
 
 def is_ip(text: str) -> bool:

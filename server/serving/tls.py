@@ -16,12 +16,14 @@ import asyncio
 import functools
 import logging
 import ssl
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from server.background_task import BackgroundTask, check_every
 from server.serving.cipher_suites import openssl_cipher_string, tls_version
+from server.serving.curves import apply_groups, groups_list
 from server.serving.file_stamp import DEFAULT_CHECK_INTERVAL, FileStamp, stamp_all
 
 logger = logging.getLogger(__name__)
@@ -31,28 +33,38 @@ ALPN_PROTOCOLS = ["http/1.1"]
 
 @dataclass(frozen=True, slots=True)
 class TLSPolicy:
-    """What the handshake may negotiate: kube's --tls-min-version and --tls-cipher-suites.
+    """What the handshake may negotiate: kube's --tls-min-version, --tls-cipher-suites and
+    --tls-curve-preferences.
 
-    The default is Go's server defaults (TLS ≥ 1.2, Go's TLS 1.2 suites; TLS 1.3 suites are not
-    configurable in either). Curves stay OpenSSL's defaults (X25519, P-256, X448, P-521, P-384):
-    Python's ``ssl`` can only pin a single curve, which would refuse clients Go accepts.
+    The default is Go's server defaults: TLS ≥ 1.2, Go's TLS 1.2 suites (TLS 1.3 suites are not
+    configurable in either) and Go's key exchange groups (``server.serving.curves``). Below TLS 1.2
+    the cipher string ends in ``@SECLEVEL=0``: OpenSSL 3's default level 1 forbids the SHA-1
+    signatures TLS 1.0 and 1.1 are built on, so without it they would be refused despite the flag.
     """
 
     minimum_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
     cipher_string: str = openssl_cipher_string([])
+    groups: str = ""  # "" when built: Go's defaults, computed at first use (needs OpenSSL probing)
 
     @classmethod
-    def from_flags(cls, min_version: str, cipher_suites: list[str]) -> TLSPolicy:
+    def from_flags(
+        cls, min_version: str, cipher_suites: list[str], curve_ids: Sequence[int] = ()
+    ) -> TLSPolicy:
         minimum = tls_version(min_version)
         ciphers = openssl_cipher_string(cipher_suites)
         if not ciphers:  # only TLS 1.3 names: no TLS 1.2 suite is left, as in Go
             minimum = ssl.TLSVersion.TLSv1_3
-        return cls(minimum, ciphers)
+        elif minimum < ssl.TLSVersion.TLSv1_2:
+            ciphers += ":@SECLEVEL=0"
+        return cls(minimum, ciphers, groups_list(tuple(curve_ids)))
 
     def apply(self, context: ssl.SSLContext) -> None:
-        context.minimum_version = self.minimum_version
+        with warnings.catch_warnings():  # ssl deprecates TLSv1/TLSv1_1; kube's flag still allows them
+            warnings.simplefilter("ignore", DeprecationWarning)
+            context.minimum_version = self.minimum_version
         if self.cipher_string:
             context.set_ciphers(self.cipher_string)
+        apply_groups(context, self.groups or groups_list(()))
 
 
 DEFAULT_POLICY = TLSPolicy()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import urllib.parse
+import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -190,3 +192,110 @@ async def test_tls_flags_choose_suites_and_the_minimum_version(tmp_path: Path) -
     async with running_server(tmp_path / "b", "--tls-min-version=VersionTLS13") as server:
         assert await _handshake(server, _client(ssl.TLSVersion.TLSv1_2)) is None
         assert await _handshake(server, _client(ssl.TLSVersion.TLSv1_3)) is not None
+
+
+async def _s_client(server: RunningServer, *args: str) -> bool:
+    """Whether the real ``openssl s_client`` completes a handshake with these options."""
+    url = urllib.parse.urlsplit(server.url)
+    process = await asyncio.create_subprocess_exec(
+        "openssl",
+        "s_client",
+        "-connect",
+        f"{url.hostname}:{url.port}",
+        *args,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    async with asyncio.timeout(BOUND):
+        output, _ = await process.communicate()
+    # s_client prints "Cipher is (NONE)" or "no peer certificate available" after a refused handshake.
+    return process.returncode == 0 and b"Cipher is (NONE)" not in output and b"Server certificate" in output
+
+
+async def _rsa_serving_flags(directory: Path) -> tuple[str, ...]:
+    """An RSA serving certificate: with TLS 1.2 an ECDSA one also needs its own curve among the
+    client's groups, which would blur what the key exchange groups alone allow."""
+    directory.mkdir(parents=True)
+    cert, key = directory / "tls.crt", directory / "tls.key"
+    process = await asyncio.create_subprocess_exec(
+        "openssl",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        str(key),
+        "-out",
+        str(cert),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    async with asyncio.timeout(BOUND):
+        assert await process.wait() == 0
+    return (f"--tls-cert-file={cert}", f"--tls-private-key-file={key}")
+
+
+@pytest.mark.parametrize("version", ["-tls1_3", "-tls1_2"])
+async def test_key_exchange_groups_are_gos_defaults(tmp_path: Path, version: str) -> None:
+    async with running_server(tmp_path / "data", *await _rsa_serving_flags(tmp_path / "rsa")) as server:
+        # Go's defaultCurvePreferences: X25519, P-256, P-384, P-521 (plus ML-KEM hybrids Go ≥ 1.24 has).
+        for group in ("X25519", "P-256", "P-384", "P-521"):
+            assert await _s_client(server, version, "-groups", group), group
+        # X448: OpenSSL's default list offers it, Go never does.
+        assert not await _s_client(server, version, "-groups", "X448")
+
+
+async def test_tls_curve_preferences_narrow_the_groups(tmp_path: Path) -> None:
+    flags = (*await _rsa_serving_flags(tmp_path / "rsa"), "--tls-curve-preferences=24")  # P-384 only
+    async with running_server(tmp_path / "data", *flags) as server:
+        for version in ("-tls1_3", "-tls1_2"):
+            assert await _s_client(server, version, "-groups", "P-384")
+            assert not await _s_client(server, version, "-groups", "X25519:P-256:P-521")
+
+
+def _old_client(version: ssl.TLSVersion) -> ssl.SSLContext:
+    """A client that speaks only ``version`` and allows what OpenSSL's security level 1 forbids, so a
+    refused handshake is the server's doing."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        context = _client(version, "DEFAULT:@SECLEVEL=0")
+        context.minimum_version = version
+    return context
+
+
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1, ssl.TLSVersion.TLSv1_1])
+async def test_tls10_and_11_are_refused_by_default(
+    embedded_server: RunningServer, version: ssl.TLSVersion
+) -> None:
+    assert await _handshake(embedded_server, _old_client(version)) is None
+    assert not await _s_client(
+        embedded_server,
+        "-tls1" if version == ssl.TLSVersion.TLSv1 else "-tls1_1",
+        "-cipher",
+        "DEFAULT:@SECLEVEL=0",
+    )
+
+
+async def test_tls10_is_served_with_min_version_tls10(tmp_path: Path) -> None:
+    async with running_server(tmp_path / "data", "--tls-min-version=VersionTLS10") as server:
+        for version in (ssl.TLSVersion.TLSv1, ssl.TLSVersion.TLSv1_1):
+            conn = await connect(server, _old_client(version))
+            try:
+                ssl_object = conn.writer.get_extra_info("ssl_object")
+                assert (
+                    ssl_object.version()
+                    == {ssl.TLSVersion.TLSv1: "TLSv1", ssl.TLSVersion.TLSv1_1: "TLSv1.1"}[version]
+                )
+                await conn.send(HEALTHZ)
+                assert (await conn.response_head()).startswith(b"HTTP/1.1 200")
+            finally:
+                await conn.close()
+        assert await _s_client(server, "-tls1", "-cipher", "DEFAULT:@SECLEVEL=0")
+        # Go's suites still rule: a TLS 1.0 client offering only a suite outside them is refused.
+        assert await _handshake(server, _client(ssl.TLSVersion.TLSv1_2, "ECDHE-ECDSA-AES128-SHA256")) is None

@@ -5,6 +5,11 @@ per distinct trust and credentials, so calls reuse connections; TLS contexts are
 thread (loading the system CAs reads files). Failures to get an answer become `CallingError` with
 client-go's texts (`Post "<url>?timeout=10s": context deadline exceeded`), which the dispatchers
 turn into kube's `failed calling webhook "<name>": failed to call webhook: ...`.
+
+With a service resolver (``--enable-aggregator-routing``), a `service` hook is dialled at the endpoint
+it resolves to, while the Host header, the TLS server name and the URL in error texts stay
+``<name>.<namespace>.svc:<port>``, as kube's dialer override does; a resolution failure reads as
+kube's (`Post "https://x.ns.svc:443/...": no endpoints available for service "x"`).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import asyncio
 import hashlib
 import json
 import os
+import socket
 import ssl
 import urllib.parse
 from dataclasses import dataclass
@@ -24,6 +30,7 @@ from apis.meta import errors
 from apis.meta.errors import StatusError
 from server.admission.webhook.credentials import WebhookCredentials
 from server.admission.webhook.hooks import Hook
+from server.admission.webhook.service_resolver import EndpointServiceResolver, ResolutionError
 
 
 @dataclass
@@ -61,8 +68,13 @@ def timeout_param(seconds: float) -> str:
 class ClientManager:
     """Sessions by (CA bundle, client credentials). Close with `close()` at shutdown."""
 
-    def __init__(self, credentials: WebhookCredentials | None = None) -> None:
+    def __init__(
+        self,
+        credentials: WebhookCredentials | None = None,
+        resolver: EndpointServiceResolver | None = None,
+    ) -> None:
         self._credentials = credentials or WebhookCredentials()
+        self._resolver = resolver
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._lock = asyncio.Lock()
 
@@ -102,10 +114,21 @@ class ClientManager:
                 hook.name, f"could not get REST client: {err}", errors.internal_error(str(err))
             ) from None
         server_name = hook.client.server_name if hook.client.url is None else None
+        target_url = full
+        if server_name is not None and self._resolver is not None:
+            try:
+                endpoint = self._resolver.resolve(
+                    hook.client.service_namespace, hook.client.service_name, hook.client.service_port
+                )
+            except ResolutionError as err:
+                raise _call_failed(hook, f"{shown}: {err}") from None
+            # Dial the endpoint; Host and the TLS name stay the service's (kube's Dial override).
+            headers = {"Host": url.netloc, **headers}
+            target_url = urllib.parse.urlunsplit(urllib.parse.urlsplit(full)._replace(netloc=endpoint.netloc))
         try:
             async with asyncio.timeout(seconds):
                 async with session.post(
-                    full,
+                    target_url,
                     data=json.dumps(review).encode(),
                     headers={"Content-Type": "application/json", "Accept": "application/json", **headers},
                     server_hostname=server_name,
@@ -116,6 +139,11 @@ class ClientManager:
         except aiohttp.ClientConnectorCertificateError as err:
             raise _call_failed(
                 hook, f"{shown}: tls: failed to verify certificate: {err.certificate_error}"
+            ) from None
+        except aiohttp.ClientConnectorDNSError as err:
+            # Go's net.DNSError through the dialer: "dial tcp: lookup <host>: no such host".
+            raise _call_failed(
+                hook, f"{shown}: dial tcp: lookup {err.host}: {_dns_reason(err.os_error)}"
             ) from None
         except aiohttp.ClientConnectorError as err:
             # Go's net error text: "dial tcp <addr>: connect: connection refused".
@@ -139,6 +167,16 @@ class ClientManager:
         sessions, self._sessions = list(self._sessions.values()), {}
         for session in sessions:
             await session.close()
+
+
+def _dns_reason(error: OSError | None) -> str:
+    """Go's text for a failed lookup: "no such host" when the name does not exist."""
+    if isinstance(error, socket.gaierror) and error.errno in _NO_SUCH_HOST:
+        return "no such host"
+    return (error.strerror or str(error)).lower() if error else "no such host"
+
+
+_NO_SUCH_HOST = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
 
 
 def _call_failed(hook: Hook, reason: str) -> CallingError:
