@@ -8,6 +8,7 @@ only certificates signed by the client CA become users here, as kube verifies ea
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from aiohttp import web
 from cryptography import x509
@@ -16,6 +17,9 @@ from apis.meta.errors import unauthorized
 from apis.meta.user import UserInfo
 from server.authn.client_certs import ClientCertificates
 from server.authn.interface import AuthResult
+from server.serving.connection_buffers import PEER_CERTIFICATE_DER
+
+_NOT_KEPT = object()
 
 
 class X509Authenticator:
@@ -54,6 +58,10 @@ def peer_certificate(request: web.Request) -> bytes | None:
     transport = request.transport
     if transport is None:
         return None
+    # TLSSite's connections keep it (server.serving.connection_buffers); other transports make it.
+    der = transport.get_extra_info(PEER_CERTIFICATE_DER, _NOT_KEPT)
+    if der is not _NOT_KEPT:
+        return cast("bytes | None", der)
     ssl_object = transport.get_extra_info("ssl_object")
     if ssl_object is None:
         return None

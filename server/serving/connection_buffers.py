@@ -53,6 +53,9 @@ RECEIVE_SIZE = 64 * 1024
 # outgoing MemoryBIO grows to (its buffer never shrinks while the connection lives).
 WRITE_CHUNK = 64 * 1024
 
+# get_extra_info name: the client certificate's DER (None without one), made once per connection.
+PEER_CERTIFICATE_DER = "peer_certificate_der"
+
 _per_thread = threading.local()
 
 
@@ -156,6 +159,18 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
             self._trimmer.connection_changed(self._loop)
 
     def _get_extra_info(self, name: str, default: object = None) -> object:
+        if name == PEER_CERTIFICATE_DER:
+            # Authentication asks on every request (twice: front-proxy and x509); the certificate
+            # cannot change within a connection (OpenSSL renegotiation is off), so one DER copy
+            # serves them all, and as the same bytes object its hash for the cache lookup is kept.
+            extra = self._extra
+            if name not in extra:
+                ssl_object = extra.get("ssl_object")
+                der = None
+                if isinstance(ssl_object, ssl.SSLObject):
+                    der = ssl_object.getpeercert(binary_form=True)
+                extra[name] = der
+            return extra[name]
         if name == "peercert":
             ssl_object = self._extra.get("ssl_object")
             if isinstance(ssl_object, ssl.SSLObject):

@@ -9,6 +9,7 @@ import ssl
 from pathlib import Path
 
 from aiohttp import ClientSession, web
+from cryptography import x509
 
 from server.serving import connection_buffers
 from server.serving.certs import ensure_client_ca, ensure_self_signed, issue_client_cert, peer_identity
@@ -204,3 +205,35 @@ async def test_heap_trim_counts_handshakes_of_connections_that_stay_open(tmp_pat
         server.close()
         await server.wait_closed()
         await runner.cleanup()
+
+
+async def test_the_client_certificate_is_made_once_per_connection(tmp_path: Path) -> None:
+    """Authentication reads the DER on every request; TLSSite's connections keep one copy."""
+    from server.authn.x509 import peer_certificate
+
+    server_context, client_context = await asyncio.to_thread(_contexts, tmp_path)
+    seen: list[bytes | None] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(peer_certificate(request))
+        seen.append(peer_certificate(request))
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_get("/", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = TLSSite(runner, "127.0.0.1", 0, ssl_context=server_context)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        async with ClientSession() as session:
+            for _ in range(2):  # two requests on one keep-alive connection
+                async with session.get(f"https://127.0.0.1:{port}/", ssl=client_context) as response:
+                    assert response.status == 200
+    finally:
+        await runner.cleanup()
+    assert len(seen) == 4 and all(der is seen[0] for der in seen)
+    assert seen[0] is not None
+    x509_cert = x509.load_der_x509_certificate(seen[0])
+    assert x509_cert.subject.rfc4514_string() == "CN=alice,O=cooks"
