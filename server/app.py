@@ -79,6 +79,11 @@ def build_app(config: Config) -> web.Application:
         [
             web.get("/version", version_handler(info)),
             web.get("/metrics", metrics.handle),
+            # First of the /apis routes: aiohttp tries the routes under one prefix in registration
+            # order, and this one takes nearly every request (the others match fewer segments, so
+            # the order changes no answer). [\s\S] and not ".": a name with an encoded newline must
+            # still reach the dispatcher (404 Status).
+            web.route("*", r"/apis/{group}/{version}/{tail:[\s\S]+}", serve_resource),
             web.get("/apis", published.apis),
             web.get("/apis/", published.apis),
             web.get("/apis/{group}", published.api_group),
@@ -86,8 +91,6 @@ def build_app(config: Config) -> web.Application:
             web.get("/openapi/v2", published.openapi_v2_document),
             web.get("/openapi/v3", published.openapi_v3_paths),
             web.get("/openapi/v3/apis/{group}/{version}", published.openapi_v3_document),
-            # [\s\S] and not ".": a name with an encoded newline must still reach the dispatcher (404 Status).
-            web.route("*", r"/apis/{group}/{version}/{tail:[\s\S]+}", serve_resource),
         ]
     )
     return app
