@@ -40,6 +40,25 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def flags(plane: ControlPlane) -> tuple[str, ...]:
+    return ("--kubeconfig", str(plane.kubeconfig), "--disable-admission-plugins", "PizzaToppings")
+
+
+async def until_hooked(server: Any, token: str, prefix: str) -> tuple[int, dict[str, Any], int]:
+    """POST pizzas as `token` until the answer is not 201 (the informer has the configuration and
+    the hook or its condition decided), or 15 s passed: (status, body, attempt)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 15
+    for attempt in itertools.count():
+        status, body = await call(
+            server, pizzas_path(), method="POST", headers=bearer(token), body=pizza(f"{prefix}{attempt}")
+        )
+        if status != 201 or loop.time() > deadline:
+            return status, body, attempt
+        await asyncio.sleep(0.05)
+    raise AssertionError("unreachable")
+
+
 async def test_the_condition_asks_the_authorizer_for_the_requesting_user(
     control_plane: ControlPlane, tmp_path: Path
 ) -> None:
@@ -53,16 +72,8 @@ async def test_the_condition_asks_the_authorizer_for_the_requesting_user(
                 "authz", hook("authz.example.com", webhook.client_config(), matchConditions=conditions)
             )
         )
-        flags = ("--kubeconfig", str(plane.kubeconfig), "--disable-admission-plugins", "PizzaToppings")
-        async with delegated_server(tmp_path / "data", plane, *flags) as server:
-            deadline = asyncio.get_running_loop().time() + 15
-            for attempt in itertools.count():  # until the informer has the configuration: the hook denies
-                status, body = await call(
-                    server, pizzas_path(), method="POST", headers=bearer("alice"), body=pizza(f"a{attempt}")
-                )
-                if status != 201 or asyncio.get_running_loop().time() > deadline:
-                    break
-                await asyncio.sleep(0.05)
+        async with delegated_server(tmp_path / "data", plane, *flags(plane)) as server:
+            status, body, _ = await until_hooked(server, "alice", "a")
             assert status == 400, body
             assert (
                 body["message"]
@@ -113,16 +124,8 @@ async def test_a_failing_review_is_an_errored_decision(control_plane: ControlPla
                 "authz", hook("errored.example.com", webhook.client_config(), matchConditions=conditions)
             )
         )
-        flags = ("--kubeconfig", str(plane.kubeconfig), "--disable-admission-plugins", "PizzaToppings")
-        async with delegated_server(tmp_path / "data", plane, *flags) as server:
-            deadline = asyncio.get_running_loop().time() + 15
-            for attempt in itertools.count():
-                status, body = await call(
-                    server, pizzas_path(), method="POST", headers=bearer("alice"), body=pizza(f"e{attempt}")
-                )
-                if status != 201 or asyncio.get_running_loop().time() > deadline:
-                    break
-                await asyncio.sleep(0.05)
+        async with delegated_server(tmp_path / "data", plane, *flags(plane)) as server:
+            status, body, _ = await until_hooked(server, "alice", "e")
     assert status == 400, body
     assert body["message"].endswith("denied the request: the authorizer is down"), body
     assert len(webhook.reviews) == 1
@@ -147,16 +150,8 @@ async def test_a_third_check_fails_the_request_with_kubes_cost_message(
                 "costly", hook("costly.example.com", webhook.client_config(), matchConditions=conditions)
             )
         )
-        flags = ("--kubeconfig", str(plane.kubeconfig), "--disable-admission-plugins", "PizzaToppings")
-        async with delegated_server(tmp_path / "data", plane, *flags) as server:
-            deadline = asyncio.get_running_loop().time() + 15
-            for attempt in itertools.count():
-                status, body = await call(
-                    server, pizzas_path(), method="POST", headers=bearer("alice"), body=pizza(f"c{attempt}")
-                )
-                if status != 201 or asyncio.get_running_loop().time() > deadline:
-                    break
-                await asyncio.sleep(0.05)
+        async with delegated_server(tmp_path / "data", plane, *flags(plane)) as server:
+            status, body, attempt = await until_hooked(server, "alice", "c")
     assert status == 403 and body["reason"] == "Forbidden", body
     assert body["message"] == (
         f'pizzas.{GROUP} "c{attempt}" is forbidden: '
