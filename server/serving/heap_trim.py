@@ -13,7 +13,7 @@ by one). So handshakes count as well as closes, as Go's background scavenger ret
 whatever freed them.
 
 It costs a walk over the heap's free chunks, so it runs only after ``after_events`` handshakes or
-closes, a moment later (so it sees the whole burst), at most every ``min_interval`` seconds, and in
+closes, once they pause for ``delay`` seconds (or every ``max_wait`` seconds while they go on), and in
 a worker thread (ctypes releases the GIL for the call): the event loop never waits for it. Without
 glibc (e.g. musl) this does nothing.
 """
@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 AFTER_EVENTS = 256
 DELAY = 2.0
-MIN_INTERVAL = 10.0
+MAX_WAIT = 10.0
 
 
 def _find_malloc_trim() -> Callable[[int], int] | None:
@@ -47,22 +47,35 @@ _MALLOC_TRIM = _find_malloc_trim()
 
 
 class HeapTrimmer:
-    """Counts handshakes and closes, and trims the heap in a thread after enough of them."""
+    """Counts handshakes and closes; after enough of them, trims the heap once they pause.
 
-    __slots__ = ("_after_events", "_delay", "_events", "_last", "_min_interval", "_scheduled", "_trim")
+    A trim runs ``delay`` seconds after the last of a burst's events (so it sees the whole burst),
+    or at the latest ``max_wait`` seconds after the burst began if connections keep coming.
+    """
+
+    __slots__ = (
+        "_after_events",
+        "_began",
+        "_delay",
+        "_events",
+        "_latest",
+        "_max_wait",
+        "_scheduled",
+        "_trim",
+    )
 
     def __init__(
         self,
         *,
         after_events: int = AFTER_EVENTS,
         delay: float = DELAY,
-        min_interval: float = MIN_INTERVAL,
+        max_wait: float = MAX_WAIT,
         trim: Callable[[int], int] | None = _MALLOC_TRIM,
     ) -> None:
-        self._after_events, self._delay, self._min_interval = after_events, delay, min_interval
+        self._after_events, self._delay, self._max_wait = after_events, delay, max_wait
         self._trim = trim
         self._events = 0
-        self._last = float("-inf")
+        self._began = self._latest = 0.0
         self._scheduled = False
 
     @property
@@ -72,16 +85,22 @@ class HeapTrimmer:
     def connection_changed(self, loop: asyncio.AbstractEventLoop) -> None:
         """Call on the event loop whenever a TLS handshake completes or a connection is gone."""
         self._events += 1
+        self._latest = now = loop.time()
         if self._trim is None or self._scheduled or self._events < self._after_events:
             return
         self._scheduled = True
-        wait = max(self._delay, self._last + self._min_interval - time.monotonic())
-        loop.call_later(wait, self._start, loop)
+        self._began = now
+        loop.call_at(now + self._delay, self._due, loop)
 
-    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _due(self, loop: asyncio.AbstractEventLoop) -> None:
+        now = loop.time()
+        quiet_at = self._latest + self._delay
+        latest_at = self._began + self._max_wait
+        if quiet_at > now and latest_at > now:
+            loop.call_at(min(quiet_at, latest_at), self._due, loop)  # the burst goes on
+            return
         self._scheduled = False
         self._events = 0
-        self._last = time.monotonic()
         try:
             future = loop.run_in_executor(None, self._run)
         except RuntimeError:  # the loop or its executor is shutting down: nothing left to trim for

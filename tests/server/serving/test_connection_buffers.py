@@ -145,26 +145,42 @@ async def test_connections_share_one_receive_buffer(tmp_path: Path) -> None:
     assert first.max_size == connection_buffers.PLAINTEXT_READ_SIZE
 
 
-async def test_heap_trim_runs_once_after_a_burst_of_closes() -> None:
-    calls: list[int] = []
+async def test_heap_trim_runs_once_when_a_burst_pauses() -> None:
+    calls: list[float] = []
     trimmed = asyncio.Event()
+    loop = asyncio.get_running_loop()
 
     def trim(pad: int) -> int:
-        calls.append(pad)
-        loop.call_soon_threadsafe(trimmed.set)
+        loop.call_soon_threadsafe(lambda: (calls.append(loop.time()), trimmed.set()))
         return 1
 
-    loop = asyncio.get_running_loop()
-    trimmer = HeapTrimmer(after_events=3, delay=0.01, min_interval=60.0, trim=trim)
+    trimmer = HeapTrimmer(after_events=3, delay=0.2, max_wait=60.0, trim=trim)
     for _ in range(2):
         trimmer.connection_changed(loop)
-    await asyncio.sleep(0.05)
-    assert calls == []
-    for _ in range(10):
+    await asyncio.sleep(0.3)
+    assert calls == []  # below the threshold
+    # Events keep coming every 0.1 s for 0.6 s: the trim waits until they pause for `delay`.
+    for _ in range(6):
         trimmer.connection_changed(loop)
+        await asyncio.sleep(0.1)
+    last_event = loop.time() - 0.1
     await asyncio.wait_for(trimmed.wait(), 5)
-    await asyncio.sleep(0.05)
-    assert calls == [0]  # one trim for the burst; the next waits for min_interval
+    await asyncio.sleep(0.3)
+    assert len(calls) == 1 and calls[0] >= last_event + 0.2 - 0.02
+
+
+async def test_heap_trim_does_not_wait_past_max_wait_while_connections_keep_coming() -> None:
+    trimmed = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    trimmer = HeapTrimmer(
+        after_events=1, delay=0.2, max_wait=0.5, trim=lambda pad: loop.call_soon_threadsafe(trimmed.set) or 1
+    )
+    began = loop.time()
+    while not trimmed.is_set() and loop.time() - began < 5:
+        trimmer.connection_changed(loop)  # never a pause of 0.2 s
+        await asyncio.sleep(0.05)
+    assert trimmed.is_set()
+    assert loop.time() - began < 2
 
 
 async def test_heap_trim_counts_handshakes_of_connections_that_stay_open(tmp_path: Path) -> None:
@@ -178,7 +194,7 @@ async def test_heap_trim_counts_handshakes_of_connections_that_stay_open(tmp_pat
         loop.call_soon_threadsafe(trimmed.set)
         return 1
 
-    trimmer = HeapTrimmer(after_events=3, delay=0.01, min_interval=60.0, trim=trim)
+    trimmer = HeapTrimmer(after_events=3, delay=0.01, max_wait=60.0, trim=trim)
     app = web.Application()
     app.router.add_route("GET", "/{tail:.*}", _echo)
     runner = web.AppRunner(app, access_log=None)
