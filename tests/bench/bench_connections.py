@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     needed = max(args.connections, args.watches) + 64
-    soft, hard = _raise_fd_limit(needed)
+    soft, hard = raise_fd_limit(needed)
     if soft < needed:
         parser.error(f"needs {needed} file descriptors, the limit is {soft} (hard {hard})")
     with tempfile.TemporaryDirectory(prefix="bench-connections-") as tmp:
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> None:
     _print_table(result)
 
 
-def _raise_fd_limit(needed: int) -> tuple[int, int]:
+def raise_fd_limit(needed: int) -> tuple[int, int]:
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -165,8 +165,8 @@ def _other(row: Row, floor: Row | None, sizes: dict[str, Any]) -> str:
         return (
             f"{f['mb']:.0f} MB (+{f['delta_mb']:.0f} = {f['x_encoded']:.1f}x encoded {f['encoded_mb']:.1f})"
         )
-    if row.workload == "rss_watches" and "mb" in f:
-        return f"{f['mb']:.0f} MB peak (+{f['delta_mb']:.0f})"
+    if row.workload == "rss_watches" and "peak_mb" in f:
+        return f"{f['mb']:.0f} MB (+{f['delta_mb']:.0f}); fan-out peak +{f['peak_delta_mb']:.0f}"
     return ""
 
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.bench_connections import _raise_fd_limit, measure_connections, server_process
+from tests.bench.bench_connections import measure_connections, raise_fd_limit, server_process
 
 CONNECTIONS = 2000
 LEFT_ABOVE_IDLE_KB = 20 * 1024
 
 
 def test_memory_returns_after_two_thousand_connections_close(tmp_path: Path) -> None:
-    soft, _ = _raise_fd_limit(CONNECTIONS + 256)
+    soft, _ = raise_fd_limit(CONNECTIONS + 256)
     if soft < CONNECTIONS + 256:
         pytest.skip(f"needs {CONNECTIONS + 256} open files, the limit is {soft}")
     with server_process(tmp_path / "data", ("--workers", "1")) as server:
