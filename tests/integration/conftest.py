@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from server.app import build_app
 from server.config import build_config, write_admin_kubeconfig
 from server.options import parse_args
 from server.serving.connection_buffers import TLSSite
+from tests.fixtures.etcd import unique_prefix
 from tests.fixtures.server import RunningServer, server_args
 
 GROUP = "restaurant.programming-kubernetes.info"
@@ -218,7 +218,7 @@ async def storage_api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
             "--etcd-servers",
             etcd.client_url,
             "--etcd-prefix",
-            f"/registry/test/{os.getpid()}/{id(request)}",
+            unique_prefix(),
         ]
     async with (
         _server_with_storage(tmp_path / "data", *extra) as (server, storage),

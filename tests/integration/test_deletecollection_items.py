@@ -9,7 +9,6 @@ state too (kube's conditionalDelete retry).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from tests.fixtures.admission import (
 )
 from tests.fixtures.control_plane import ControlPlane
 from tests.fixtures.control_plane import control_plane_fixture as control_plane_fixture
+from tests.fixtures.etcd import unique_prefix
 from tests.fixtures.webhook_server import running_webhook
 
 HOLD = "example.com/hold"
@@ -43,7 +43,7 @@ def backend_flags(request: pytest.FixtureRequest) -> Iterator[list[str]]:
         yield []
         return
     etcd = request.getfixturevalue("etcd_server")
-    yield ["--etcd-servers", etcd.client_url, "--etcd-prefix", f"/registry/test/{os.getpid()}/{id(request)}"]
+    yield ["--etcd-servers", etcd.client_url, "--etcd-prefix", unique_prefix()]
 
 
 def _options(**fields: Any) -> dict[str, Any]:
