@@ -9,6 +9,7 @@ engine estimates or tracks cost itself.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
 
-from apis.cel import ast, objects
+from apis.cel import ast, checked, objects
 
 # CEL types by the names kube's DeclTypes use; `list(...)`/`map(...)` are built with the helpers.
 BOOL, INT, UINT, DOUBLE, STRING, BYTES = "bool", "int", "uint", "double", "string", "bytes"
@@ -44,6 +45,32 @@ def map_of(key: str, value: str) -> str:
     return f"map({key}, {value})"
 
 
+def optional_of(value: str) -> str:
+    """kube's `optional(T)`: a variable of this type is given `NONE` or a value; a function
+    returning it returns `NONE` or a value. The expression sees a real CEL optional (see compile)."""
+    return f"optional({value})"
+
+
+class _NoneType:
+    def __repr__(self) -> str:
+        return "NONE"
+
+
+NONE: Any = _NoneType()  # optional.none() for an optional variable or function result
+
+
+def _is_optional(name: str) -> bool:
+    return name.startswith("optional(")
+
+
+def _optional_value_type(name: str) -> str:
+    return name[len("optional(") : -1]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return [] if value is NONE else [value]
+
+
 def _engine_type(name: str) -> cel.Type:
     if name in _SCALARS:
         return _SCALARS[name]
@@ -55,6 +82,23 @@ def _engine_type(name: str) -> cel.Type:
         return cel.Type.List(_engine_type(args[0]))
     if head == "map":
         return cel.Type.Map(_engine_type(args[0]), _engine_type(args[1]))
+    raise ValueError(f"unknown CEL type {name!r}")
+
+
+_CONFIG_SCALARS = {DURATION: "google.protobuf.Duration", TIMESTAMP: "google.protobuf.Timestamp", NULL: "null"}
+
+
+def _config_type(name: str) -> dict[str, Any]:
+    """A type in the engine's YAML config, the only way to declare an optional type: the Python
+    API's types make `optional_type` a type of kind `type`, which no optional function accepts."""
+    if name in _SCALARS or objects.is_object_type(name):
+        return {"type_name": _CONFIG_SCALARS.get(name, name)}
+    head, _, rest = name.partition("(")
+    params = [_config_type(a) for a in _split_args(rest[:-1])]
+    if head in ("list", "map"):
+        return {"type_name": head, "params": params}
+    if head == "optional":
+        return {"type_name": "optional_type", "params": params}
     raise ValueError(f"unknown CEL type {name!r}")
 
 
@@ -116,11 +160,16 @@ class Program:
     result_type: str
     tree: ast.Node
     _expr: Any = field(repr=False)
+    # Variables declared optional: given NONE or a value, passed to the engine as [] or [value].
+    _optionals: tuple[str, ...] = ()
 
     def evaluate(self, variables: Mapping[str, Any]) -> Any:
         """Plain Python result (bool, int, float, str, list, dict, None); EvalError on a CEL error."""
+        data = dict(variables)
+        for name in self._optionals:
+            data[name] = _as_list(data.get(name, NONE))
         try:
-            value = self._expr.eval(data=dict(variables))
+            value = self._expr.eval(data=data)
         except RuntimeError as e:  # e.g. the engine's own comprehension iteration limit
             raise EvalError(_status_text(str(e)).removesuffix(" [INTERNAL]")) from None
         if value.type() == cel.Type.ERROR:
@@ -142,15 +191,27 @@ class Environment:
 
     def __init__(self, variables: Mapping[str, str], functions: Sequence[Function] = ()) -> None:
         merged = _merge(functions)
-        runtime = [Function(name, _dispatching(overloads)) for name, overloads in merged.items()]
         declared = [Function(name, overloads) for name, overloads in merged.items()]
-        engine_vars = {name: _engine_type(t) for name, t in variables.items()}
-        self._env = _new_env(engine_vars, declared)
         # The engine registers implementations by CEL kind, and every library object is kind
         # "message": `string(ip)` and `string(cidr)` would collide at runtime. Such expressions
         # are type-checked against the precise overloads and then run in an environment where
         # each colliding group is one overload that dispatches on the message type.
-        self._runtime_env = self._env if runtime == declared else _new_env(engine_vars, runtime)
+        # Optional variables and results cannot cross the binding: the runtime environment takes
+        # them as lists of zero or one item, and compile() indexes those with `[?0]`.
+        runtime = [
+            Function(name, [_listed(o) for o in _dispatching(overloads)])
+            for name, overloads in merged.items()
+        ]
+        self._optional_vars = frozenset(n for n, t in variables.items() if _is_optional(t))
+        self._optional_overloads = frozenset(
+            o.id for f in declared for o in f.overloads if _is_optional(o.result)
+        )
+        self._env = _new_env(variables, declared)
+        runtime_vars = {
+            n: list_of(_optional_value_type(t)) if _is_optional(t) else t for n, t in variables.items()
+        }
+        same = runtime == declared and not self._optional_vars
+        self._runtime_env = self._env if same else _new_env(runtime_vars, runtime)
 
     def compile(self, source: str) -> Program:
         try:
@@ -160,13 +221,88 @@ class Environment:
         serialized = expr.serialize()
         tree = ast.decode_checked(serialized)
         _reject_object_literals(tree)
+        envelope, checked_expr = checked.parse(serialized)
+        _reject_field_selection(checked_expr, source)
         result_type = _type_name(expr.return_type())
+        if self._optional_vars or self._optional_overloads:
+            serialized = _index_optionals(
+                envelope, checked_expr, self._optional_vars, self._optional_overloads
+            )
         if self._runtime_env is not self._env:
             expr = self._runtime_env.deserialize(serialized)
-        return Program(source, result_type, tree, expr)
+        used = {n.ident_expr.name for n in checked.reads_of(checked_expr, self._optional_vars)}
+        return Program(source, result_type, tree, expr, tuple(sorted(used)))
 
 
-def _new_env(variables: dict[str, Any], functions: Sequence[Function]) -> Any:
+def _listed(o: Overload) -> Overload:
+    """An optional-returning overload as the runtime declares it: a list of zero or one item."""
+    if not _is_optional(o.result):
+        return o
+    impl = o.impl
+    return Overload(
+        o.id, o.params, list_of(_optional_value_type(o.result)), lambda *a: _as_list(impl(*a)), o.member
+    )
+
+
+def _index_optionals(
+    envelope: Any, checked_expr: Any, variables: frozenset[str], overloads: frozenset[str]
+) -> bytes:
+    """The checked expression with every read of an optional variable and every call of an
+    optional-returning function `x` turned into `x[?0]`: a real optional again, over the list the
+    runtime passes instead (the checker already typed `x` as the optional it now is)."""
+    # Innermost first: wrapping a node copies its subtree, so a parent is wrapped after its children.
+    nodes = checked.reads_of(checked_expr, variables) + checked.calls_of(checked_expr, overloads)[::-1]
+    next_id = checked.max_id(checked_expr.expr) + 1
+    for node in nodes:
+        checked.wrap_optional_index(node, next_id)
+        next_id += 2
+    return checked.serialize(envelope, checked_expr)
+
+
+def _reject_field_selection(checked_expr: Any, source: str) -> None:
+    """kube's library types are opaque to cel-go's checker: `quantity('1').value` (or `has(...)`,
+    `.?value`) is a compile error there, with this message. The engine sees messages and would
+    read the field, so the checked tree is searched for a selection on one of them."""
+    types = checked_expr.type_map
+    for node in checked.walk(checked_expr.expr):
+        kind = checked.kind(node)
+        if kind == "select_expr":
+            operand = node.select_expr.operand
+        elif kind == "call_expr" and node.call_expr.function == "_?._" and node.call_expr.args:
+            operand = node.call_expr.args[0]
+        else:
+            continue
+        if operand.id not in types:
+            continue
+        t = types[operand.id]
+        if t.HasField("abstract_type") and t.abstract_type.name == "optional_type":
+            # A selection on an optional selects on its value (optional chaining, as in cel-go).
+            t = t.abstract_type.parameter_types[0] if t.abstract_type.parameter_types else t
+        if t.message_type and objects.is_object_type(t.message_type):
+            raise CompileError(
+                _located(
+                    checked_expr,
+                    node.id,
+                    source,
+                    f"type '{t.message_type}' does not support field selection",
+                )
+            )
+
+
+def _located(checked_expr: Any, node_id: int, source: str, message: str) -> str:
+    """An error in the checker's format: `ERROR: <input>:line:column: message`, the line, a caret."""
+    info = checked_expr.source_info
+    offset = info.positions.get(node_id, 0)
+    starts = [0, *info.line_offsets]
+    line = max(i for i, start in enumerate(starts) if start <= offset or i == 0)
+    column = offset - starts[line]
+    lines = source.split("\n")
+    text = lines[line] if line < len(lines) else ""
+    return f"ERROR: <input>:{line + 1}:{column + 1}: {message}\n | {text}\n | {'.' * column}^"
+
+
+def _new_env(variables: Mapping[str, str], functions: Sequence[Function]) -> Any:
+    typed = [f for f in functions if not any(_mentions_optional(o) for o in f.overloads)]
     decls = [
         cel.FunctionDecl(
             f.name,
@@ -181,12 +317,46 @@ def _new_env(variables: dict[str, Any], functions: Sequence[Function]) -> Any:
                 for o in f.overloads
             ],
         )
-        for f in functions
+        for f in typed
     ]
     extensions: list[Any] = [ext_strings.ExtStrings(), ext_optional.ExtOptional()]
     if decls:
         extensions.append(cel.CelExtension("kubernetes", decls))
-    return cel.NewEnv(descriptor_pool=objects.POOL, variables=variables, extensions=extensions)
+    config = _optional_config(variables, [f for f in functions if f not in typed])
+    return cel.NewEnv(
+        descriptor_pool=objects.POOL,
+        config=config,
+        variables={n: _engine_type(t) for n, t in variables.items() if not _is_optional(t)},
+        extensions=extensions,
+    )
+
+
+def _mentions_optional(o: Overload) -> bool:
+    return _is_optional(o.result) or any(_is_optional(p) for p in o.params)
+
+
+def _optional_config(variables: Mapping[str, str], functions: Sequence[Function]) -> Any:
+    """Declarations with an optional type, through the engine's YAML config (JSON is YAML). They
+    are only type-checked here: no implementation is bound (the runtime environment has none)."""
+    optional_vars = [{"name": n, **_config_type(t)} for n, t in variables.items() if _is_optional(t)]
+    if not optional_vars and not functions:
+        return None
+    decls = [
+        {
+            "name": f.name,
+            "overloads": [
+                {
+                    "id": o.id,
+                    **({"target": _config_type(o.params[0])} if o.member else {}),
+                    "args": [_config_type(p) for p in (o.params[1:] if o.member else o.params)],
+                    "return": _config_type(o.result),
+                }
+                for o in f.overloads
+            ],
+        }
+        for f in functions
+    ]
+    return cel.NewEnvConfigFromYaml(json.dumps({"variables": optional_vars, "functions": decls}))
 
 
 def _merge(functions: Sequence[Function]) -> dict[str, list[Overload]]:
