@@ -183,8 +183,10 @@ def _comprehension(node: ast.Comprehension, scope: dict[str, Shape]) -> tuple[fl
     inner = dict(scope)
     inner[node.iter_var] = range_shape.item()
     init_cost, _ = _walk(node.accu_init, inner)
-    # The accumulator of map()/filter() grows up to the range's size.
-    inner[node.accu_var] = Sized(count, range_shape.item())
+    # The accumulator of map()/filter() (a list) grows up to the range's size; exists_one's
+    # counts and all()/exists()'s is a bool.
+    list_accu = isinstance(node.accu_init, ast.CreateList)
+    inner[node.accu_var] = Sized(count, range_shape.item()) if list_accu else SCALAR
     cond_cost, _ = _walk(node.loop_condition, inner)
     step_cost, _ = _walk(node.loop_step, inner)
     result_cost, result_shape = _walk(node.result, inner)

@@ -17,7 +17,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
 
-from apis.cel import ast, checked, objects
+from apis.cel import ast, checked, iteration, objects
 
 # CEL types by the names kube's DeclTypes use; `list(...)`/`map(...)` are built with the helpers.
 BOOL, INT, UINT, DOUBLE, STRING, BYTES = "bool", "int", "uint", "double", "string", "bytes"
@@ -162,6 +162,9 @@ class Program:
     _expr: Any = field(repr=False)
     # Variables declared optional: given NONE or a value, passed to the engine as [] or [value].
     _optionals: tuple[str, ...] = ()
+    # The same expression with its macros driven from Python, for when the engine's own limit of
+    # 10,000 comprehension iterations stops it (apis/cel/iteration.py); None without macros.
+    _unlimited: Any = field(default=None, repr=False)
 
     def evaluate(self, variables: Mapping[str, Any]) -> Any:
         """Plain Python result (bool, int, float, str, list, dict, None); EvalError on a CEL error."""
@@ -169,13 +172,21 @@ class Program:
         for name in self._optionals:
             data[name] = _as_list(data.get(name, NONE))
         try:
-            value = self._expr.eval(data=data)
-        except RuntimeError as e:  # e.g. the engine's own comprehension iteration limit
+            try:
+                value = self._expr.eval(data=data)
+            except RuntimeError as e:
+                if self._unlimited is None or _ITERATION_LIMIT not in str(e):
+                    raise
+                value = iteration.budgeted(lambda: self._unlimited.eval(data=data))
+        except RuntimeError as e:
             raise EvalError(_status_text(str(e)).removesuffix(" [INTERNAL]")) from None
         if value.type() == cel.Type.ERROR:
             raise EvalError(_status_text(str(value.plain_value())))
         result = value.plain_value()
         return result
+
+
+_ITERATION_LIMIT = "Iteration budget exceeded"  # the engine's error at 10,000 iterations
 
 
 def _status_text(text: str) -> str:
@@ -198,10 +209,12 @@ class Environment:
         # each colliding group is one overload that dispatches on the message type.
         # Optional variables and results cannot cross the binding: the runtime environment takes
         # them as lists of zero or one item, and compile() indexes those with `[?0]`.
+        # Programs run in their own environment, which alone declares iteration.FUNCTION.
         runtime = [
             Function(name, [_listed(o) for o in _dispatching(overloads)])
             for name, overloads in merged.items()
-        ]
+        ] + [_COMPREHENSION, _COMPREHENSION_ITEM]
+        self._variables = frozenset(variables)
         self._optional_vars = frozenset(n for n, t in variables.items() if _is_optional(t))
         self._optional_overloads = frozenset(
             o.id for f in declared for o in f.overloads if _is_optional(o.result)
@@ -210,8 +223,7 @@ class Environment:
         runtime_vars = {
             n: list_of(_optional_value_type(t)) if _is_optional(t) else t for n, t in variables.items()
         }
-        same = runtime == declared and not self._optional_vars
-        self._runtime_env = self._env if same else _new_env(runtime_vars, runtime)
+        self._runtime_env = _new_env(runtime_vars, runtime)
 
     def compile(self, source: str) -> Program:
         try:
@@ -228,10 +240,32 @@ class Environment:
             serialized = _index_optionals(
                 envelope, checked_expr, self._optional_vars, self._optional_overloads
             )
-        if self._runtime_env is not self._env:
-            expr = self._runtime_env.deserialize(serialized)
         used = {n.ident_expr.name for n in checked.reads_of(checked_expr, self._optional_vars)}
-        return Program(source, result_type, tree, expr, tuple(sorted(used)))
+        native = self._iterating(serialized, large_maps_only=True)
+        expr = native if native is not None else self._runtime_env.deserialize(serialized)
+        unlimited = self._iterating(serialized, large_maps_only=False)
+        return Program(source, result_type, tree, expr, tuple(sorted(used)), unlimited)
+
+    def _iterating(self, serialized: bytes, *, large_maps_only: bool) -> Any:
+        """The program with its macros (or only its large maps) driven from Python
+        (apis/cel/iteration.py), or None if it has none."""
+        envelope, checked_expr = checked.parse(serialized)
+
+        def plan(sub: Any) -> Any:
+            return self._runtime_env.deserialize(checked.serialize(envelope, sub))
+
+        if not iteration.rewrite(
+            checked_expr, self._variables, plan, self._runtime_env, large_maps_only=large_maps_only
+        ):
+            return None
+        return plan(checked_expr)
+
+
+_COMPREHENSION = Function(
+    iteration.FUNCTION,
+    [Overload(iteration.FUNCTION, [DYN, INT, list_of(DYN)], DYN, iteration.run)],
+)
+_COMPREHENSION_ITEM = Function(iteration.ITEM, [Overload(iteration.ITEM, [INT], DYN, iteration.item)])
 
 
 def _listed(o: Overload) -> Overload:

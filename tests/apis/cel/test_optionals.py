@@ -102,7 +102,7 @@ FORMAT: list[tuple[str, Any]] = [
     ('type(format.named("uri")) == type(optional.none())', True),
     ('type(format.uri().validate("x")) == type(optional.none())', True),
     ('format.named("uri").optMap(f, f.validate("http://a").hasValue()).orValue(true)', False),
-    ('format.named(self.fmt).or(optional.of(format.uri())).value() == format.uri()', True),
+    ("format.named(self.fmt).or(optional.of(format.uri())).value() == format.uri()", True),
     ('format.named("dns1035Label").value().validate(self.fmt).orValue([""])[0]', ""),
 ]
 
