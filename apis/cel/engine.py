@@ -165,6 +165,7 @@ class Program:
     # The same expression with its macros driven from Python, for when the engine's own limit of
     # 10,000 comprehension iterations stops it (apis/cel/iteration.py); None without macros.
     _unlimited: Any = field(default=None, repr=False)
+    _macros: tuple[Any, ...] = field(default=(), repr=False)  # what the Python-driven forms call
 
     def evaluate(self, variables: Mapping[str, Any]) -> Any:
         """Plain Python result (bool, int, float, str, list, dict, None); EvalError on a CEL error."""
@@ -174,10 +175,16 @@ class Program:
         try:
             try:
                 value = self._expr.eval(data=data)
+                limited = value.type() == cel.Type.ERROR and _ITERATION_LIMIT in str(value.plain_value())
             except RuntimeError as e:
-                if self._unlimited is None or _ITERATION_LIMIT not in str(e):
+                if _ITERATION_LIMIT not in str(e):
                     raise
+                limited = True
+            if limited and self._unlimited is not None:
+                # (also when a predicate run from Python hit the limit in its own frame)
                 value = iteration.budgeted(lambda: self._unlimited.eval(data=data))
+            elif limited:
+                raise RuntimeError(_ITERATION_LIMIT)
         except RuntimeError as e:
             raise EvalError(_status_text(str(e)).removesuffix(" [INTERNAL]")) from None
         if value.type() == cel.Type.ERROR:
@@ -241,24 +248,25 @@ class Environment:
                 envelope, checked_expr, self._optional_vars, self._optional_overloads
             )
         used = {n.ident_expr.name for n in checked.reads_of(checked_expr, self._optional_vars)}
-        native = self._iterating(serialized, large_maps_only=True)
+        native, map_macros = self._iterating(serialized, large_maps_only=True)
         expr = native if native is not None else self._runtime_env.deserialize(serialized)
-        unlimited = self._iterating(serialized, large_maps_only=False)
-        return Program(source, result_type, tree, expr, tuple(sorted(used)), unlimited)
+        unlimited, macros = self._iterating(serialized, large_maps_only=False)
+        return Program(
+            source, result_type, tree, expr, tuple(sorted(used)), unlimited, (*map_macros, *macros)
+        )
 
-    def _iterating(self, serialized: bytes, *, large_maps_only: bool) -> Any:
+    def _iterating(self, serialized: bytes, *, large_maps_only: bool) -> tuple[Any, list[Any]]:
         """The program with its macros (or only its large maps) driven from Python
-        (apis/cel/iteration.py), or None if it has none."""
+        (apis/cel/iteration.py) and those macros, or None if it has none."""
         envelope, checked_expr = checked.parse(serialized)
 
         def plan(sub: Any) -> Any:
             return self._runtime_env.deserialize(checked.serialize(envelope, sub))
 
-        if not iteration.rewrite(
+        macros = iteration.rewrite(
             checked_expr, self._variables, plan, self._runtime_env, large_maps_only=large_maps_only
-        ):
-            return None
-        return plan(checked_expr)
+        )
+        return (plan(checked_expr) if macros else None), macros
 
 
 _COMPREHENSION = Function(

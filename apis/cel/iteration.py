@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +34,8 @@ ITERATION_LIMIT = 1_000_000  # kube's per-call cost limit; an iteration costs at
 _RESULT = "@result"
 
 
-@dataclass(frozen=True, slots=True)
-class _Macro:
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class Macro:
     kind: str  # all | exists | exists_one | map
     names: tuple[str, ...]  # the variables the sub-programs read, passed to FUNCTION in order
     test: Any  # the predicate (all/exists/exists_one) or the filter of map (None: no filter)
@@ -42,7 +43,10 @@ class _Macro:
     env: Any  # where the sub-programs run
 
 
-_MACROS: list[_Macro] = []
+# FUNCTION finds its macro by key; the programs hold their macros, so a macro lives as long as the
+# program that calls it (expressions compiled at runtime, e.g. matchConditions, come and go).
+_MACROS: weakref.WeakValueDictionary[int, Macro] = weakref.WeakValueDictionary()
+_KEYS = itertools.count()
 _state = threading.local()
 
 
@@ -120,10 +124,10 @@ def rewrite(
     env: Any,
     *,
     large_maps_only: bool = False,
-) -> bool:
+) -> list[Macro]:
     """Replace every macro comprehension in `checked_expr` with a FUNCTION call (innermost first,
     so a predicate's own macros are calls too); `plan` turns a CheckedExpr into an engine
-    expression of `env`. False when there is none.
+    expression of `env`. The macros made, which the caller must keep (none: nothing to do).
 
     `large_maps_only`: only `map`/`filter`, and each only when its range has more than
     `NATIVE_MAP_ITEMS` items, the native comprehension otherwise. The engine appends to the
@@ -138,13 +142,14 @@ def rewrite(
         and (not large_maps_only or shape[0] == "map")
     ]
     ids = itertools.count(checked.max_id(checked_expr.expr) + 1)
+    made: list[Macro] = []
     for node, bound in reversed(found):
         c = node.comprehension_expr
         kind, test, transform = _shape(c)  # type: ignore[misc]
         parts = [p for p in (test, transform) if p is not None]
         free = set().union(*(_free(p) for p in parts)) - {c.iter_var}
         names = tuple(sorted(n for n in free if n in declared or n in bound))
-        key = len(_MACROS)
+        key = next(_KEYS)
         programs: list[Any] = []
         for part in (test, transform):
             if part is None:
@@ -154,7 +159,9 @@ def rewrite(
             copy.CopyFrom(part)
             _read_item(copy, c.iter_var, key, ids)
             programs.append(plan(_sub(checked_expr, copy)))
-        _MACROS.append(_Macro(kind, names, programs[0], programs[1], env))
+        macro = Macro(kind, names, programs[0], programs[1], env)
+        _MACROS[key] = macro
+        made.append(macro)
         if large_maps_only:
             _choose_by_size(node, key, names, ids)
         else:
@@ -162,7 +169,7 @@ def rewrite(
             iter_range.CopyFrom(c.iter_range)
             node.Clear()
             _call(node, iter_range, key, names, ids)
-    return bool(found)
+    return made
 
 
 NATIVE_MAP_ITEMS = 500

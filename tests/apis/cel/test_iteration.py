@@ -94,3 +94,23 @@ def test_non_macro_comprehensions_are_left_alone() -> None:
     program = ENV.compile("oldSelf.optMap(o, o.size()).orValue(-1) == -1")
     assert program._unlimited is None
     assert program.evaluate({"self": [], "m": {}, "oldSelf": NONE}) is True
+
+
+def test_a_predicate_past_the_limit_in_its_own_frame_falls_back_too() -> None:
+    """A map over 501 items runs from Python (NATIVE_MAP_ITEMS), its predicates natively; one of
+    them iterates 501 x 21 times in its own frame, past the engine's limit: the whole evaluation
+    is redone with every macro driven from Python."""
+    twenty = list(range(1, 21))
+    program = ENV.compile(f"self.map(x, x == 0 ? self.all(y, {twenty}.all(z, z > 0)) : true).all(b, b)")
+    assert program.evaluate({"self": list(range(501)), "m": {}, "oldSelf": NONE}) is True
+
+
+def test_macros_live_as_long_as_their_program() -> None:
+    import gc
+
+    before = len(iteration._MACROS)
+    program = ENV.compile("self.map(x, x + 1).all(y, self.exists(z, z == y - 1))")
+    assert len(iteration._MACROS) == before + 4  # map in the native form; map, all, exists in the other
+    del program
+    gc.collect()
+    assert len(iteration._MACROS) == before
