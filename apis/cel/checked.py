@@ -5,10 +5,11 @@ variable nor returned from a Python function. The checker handles them fine (opt
 declared through the engine's YAML config), so engine.py type-checks the expression as written and
 then edits the checked tree before planning it: each read of an optional variable and each call of
 an optional-returning function becomes `x[?0]` over a zero- or one-element list, which the engine's
-own optional library turns into `optional.none()` / `optional.of(v)`. The edit needs the tree as
-messages; cel-spec's generated classes are not on PyPI, so the messages of cel/expr/syntax.proto and
-checked.proto that matter are declared here from descriptors (field numbers are the protos'); any
-field not declared survives a parse and re-serialize as an unknown field.
+own optional library turns into `optional.none()` / `optional.of(v)`. (apis/cel/iteration.py edits
+it too, to drive macros from Python.) The edit needs the tree as messages; cel-spec's generated
+classes are not on PyPI, so the messages of cel/expr/syntax.proto and checked.proto that matter
+are declared here from descriptors (field numbers are the protos'); any field not declared
+survives a parse and re-serialize as an unknown field.
 """
 
 from __future__ import annotations
@@ -156,21 +157,21 @@ def serialize(envelope: Any, checked: Any) -> bytes:
 
 def children(expr: Any) -> Iterator[Any]:
     """The direct sub-expressions of `expr`, as mutable messages."""
-    kind = _kind(expr)
-    if kind == "select_expr":
+    what = kind(expr)
+    if what == "select_expr":
         yield expr.select_expr.operand
-    elif kind == "call_expr":
+    elif what == "call_expr":
         if expr.call_expr.HasField("target"):
             yield expr.call_expr.target
         yield from expr.call_expr.args
-    elif kind == "list_expr":
+    elif what == "list_expr":
         yield from expr.list_expr.elements
-    elif kind == "struct_expr":
+    elif what == "struct_expr":
         for entry in expr.struct_expr.entries:
             if entry.HasField("map_key"):
                 yield entry.map_key
             yield entry.value
-    elif kind == "comprehension_expr":
+    elif what == "comprehension_expr":
         c = expr.comprehension_expr
         yield from (c.iter_range, c.accu_init, c.loop_condition, c.loop_step, c.result)
 
@@ -186,15 +187,12 @@ _KINDS = (
 )
 
 
-def _kind(expr: Any) -> str:
+def kind(expr: Any) -> str:
+    """Which of the expression kinds `expr` is ("call_expr", …; "" for an empty node)."""
     for k in _KINDS:
         if expr.HasField(k):
             return k
     return ""
-
-
-def kind(expr: Any) -> str:
-    return _kind(expr)
 
 
 def walk(expr: Any) -> Iterator[Any]:
@@ -207,7 +205,7 @@ def walk(expr: Any) -> Iterator[Any]:
 def walk_scoped(expr: Any, bound: frozenset[str] = frozenset()) -> Iterator[tuple[Any, frozenset[str]]]:
     """Every node with the comprehension variables in scope there (they shadow declared ones)."""
     yield expr, bound
-    if _kind(expr) == "comprehension_expr":
+    if kind(expr) == "comprehension_expr":
         c = expr.comprehension_expr
         inner = bound | {c.iter_var, c.accu_var} | ({c.iter_var2} if c.iter_var2 else set())
         yield from walk_scoped(c.iter_range, bound)
@@ -225,7 +223,7 @@ def reads_of(checked_expr: Any, names: frozenset[str]) -> list[Any]:
     return [
         node
         for node, bound in walk_scoped(checked_expr.expr)
-        if _kind(node) == "ident_expr" and node.ident_expr.name in names and node.ident_expr.name not in bound
+        if kind(node) == "ident_expr" and node.ident_expr.name in names and node.ident_expr.name not in bound
     ]
 
 
@@ -235,7 +233,7 @@ def calls_of(checked_expr: Any, overload_ids: frozenset[str]) -> list[Any]:
     return [
         node
         for node in walk(checked_expr.expr)
-        if _kind(node) == "call_expr"
+        if kind(node) == "call_expr"
         and node.id in refs
         and refs[node.id].overload_id
         and set(refs[node.id].overload_id) <= overload_ids

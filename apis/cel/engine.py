@@ -17,7 +17,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
 
-from apis.cel import ast, checked, iteration, objects
+from apis.cel import ast, checked, iteration, objects, opaque
 
 # CEL types by the names kube's DeclTypes use; `list(...)`/`map(...)` are built with the helpers.
 BOOL, INT, UINT, DOUBLE, STRING, BYTES = "bool", "int", "uint", "double", "string", "bytes"
@@ -241,7 +241,8 @@ class Environment:
         tree = ast.decode_checked(serialized)
         _reject_object_literals(tree)
         envelope, checked_expr = checked.parse(serialized)
-        _reject_field_selection(checked_expr, source)
+        if error := opaque.selection_error(checked_expr, source):
+            raise CompileError(error)
         result_type = _type_name(expr.return_type())
         if self._optional_vars or self._optional_overloads:
             serialized = _index_optionals(
@@ -299,48 +300,6 @@ def _index_optionals(
         checked.wrap_optional_index(node, next_id)
         next_id += 2
     return checked.serialize(envelope, checked_expr)
-
-
-def _reject_field_selection(checked_expr: Any, source: str) -> None:
-    """kube's library types are opaque to cel-go's checker: `quantity('1').value` (or `has(...)`,
-    `.?value`) is a compile error there, with this message. The engine sees messages and would
-    read the field, so the checked tree is searched for a selection on one of them."""
-    types = checked_expr.type_map
-    for node in checked.walk(checked_expr.expr):
-        kind = checked.kind(node)
-        if kind == "select_expr":
-            operand = node.select_expr.operand
-        elif kind == "call_expr" and node.call_expr.function == "_?._" and node.call_expr.args:
-            operand = node.call_expr.args[0]
-        else:
-            continue
-        if operand.id not in types:
-            continue
-        t = types[operand.id]
-        if t.HasField("abstract_type") and t.abstract_type.name == "optional_type":
-            # A selection on an optional selects on its value (optional chaining, as in cel-go).
-            t = t.abstract_type.parameter_types[0] if t.abstract_type.parameter_types else t
-        if t.message_type and objects.is_object_type(t.message_type):
-            raise CompileError(
-                _located(
-                    checked_expr,
-                    node.id,
-                    source,
-                    f"type '{t.message_type}' does not support field selection",
-                )
-            )
-
-
-def _located(checked_expr: Any, node_id: int, source: str, message: str) -> str:
-    """An error in the checker's format: `ERROR: <input>:line:column: message`, the line, a caret."""
-    info = checked_expr.source_info
-    offset = info.positions.get(node_id, 0)
-    starts = [0, *info.line_offsets]
-    line = max(i for i, start in enumerate(starts) if start <= offset or i == 0)
-    column = offset - starts[line]
-    lines = source.split("\n")
-    text = lines[line] if line < len(lines) else ""
-    return f"ERROR: <input>:{line + 1}:{column + 1}: {message}\n | {text}\n | {'.' * column}^"
 
 
 def _new_env(variables: Mapping[str, str], functions: Sequence[Function]) -> Any:
