@@ -8,8 +8,9 @@ fields hold exactly what kube's `Equal` compares: a quantity's normalized value,
 build metadata, a URL's parts. Equal values therefore have equal messages, and `==` holds as in kube.
 
 To the engine a message's fields can be read (`quantity('1').value`) and a message can be built
-with `kubernetes.Quantity{value: '1'}`; engine.py refuses both at compile time, with the messages
-of kube's checker, for which these types are opaque.
+with `kubernetes.Quantity{value: '1'}`; both are refused at compile time (apis/cel/opaque.py and
+engine.py), with the messages of kube's checker, for which these types are opaque. The one field
+read is `authorizer.requestResource`, a variable of its own in kube (library_authz).
 """
 
 from __future__ import annotations

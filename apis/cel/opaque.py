@@ -13,6 +13,10 @@ from typing import Any
 
 from apis.cel import checked, objects
 
+# Fields that stand for a kube variable rather than a field: kube declares `authorizer.requestResource`
+# as a variable of its own, which library_authz carries as a field of the Authorizer message.
+VARIABLE_FIELDS = frozenset({("kubernetes.authorization.Authorizer", "requestResource")})
+
 
 def selection_error(checked_expr: Any, source: str) -> str | None:
     """The compile error of the first field selection on a library type, or None."""
@@ -20,9 +24,9 @@ def selection_error(checked_expr: Any, source: str) -> str | None:
     for node in checked.walk(checked_expr.expr):
         kind = checked.kind(node)
         if kind == "select_expr":
-            operand = node.select_expr.operand
-        elif kind == "call_expr" and node.call_expr.function == "_?._" and node.call_expr.args:
-            operand = node.call_expr.args[0]
+            operand, field = node.select_expr.operand, node.select_expr.field
+        elif kind == "call_expr" and node.call_expr.function == "_?._" and len(node.call_expr.args) == 2:
+            operand, field = node.call_expr.args[0], node.call_expr.args[1].const_expr.string_value
         else:
             continue
         if operand.id not in types:
@@ -31,6 +35,8 @@ def selection_error(checked_expr: Any, source: str) -> str | None:
         if t.HasField("abstract_type") and t.abstract_type.name == "optional_type":
             # A selection on an optional selects on its value (optional chaining, as in cel-go).
             t = t.abstract_type.parameter_types[0] if t.abstract_type.parameter_types else t
+        if (t.message_type, field) in VARIABLE_FIELDS and kind == "select_expr":
+            continue
         if t.message_type and objects.is_object_type(t.message_type):
             message = f"type '{t.message_type}' does not support field selection"
             return _located(checked_expr, node.id, source, message)

@@ -183,3 +183,16 @@ def test_optional_old_self_cost_follows_its_value() -> None:
     assert large - small > 990 * 2
     orvalue = ENV.compile("oldSelf.orValue(self).items.all(i, i > 0)")
     assert cost.estimate(orvalue.tree, {"self": cost.value_shape({"items": [1] * 1000})}) > 2000
+
+
+def test_authorizer_request_resource_stays_readable() -> None:
+    """kube declares `authorizer.requestResource` as a variable; here it is a field of the
+    Authorizer message, the one field read allowed (its other fields are opaque)."""
+    from apis.cel import library_authz
+
+    env = Environment(
+        {"authorizer": library_authz.AUTHORIZER}, KUBERNETES_LIBRARY + library_authz.AUTHZ_LIBRARY
+    )
+    assert env.compile("authorizer.requestResource.check('get').allowed()").result_type == "bool"
+    with pytest.raises(CompileError, match=re.escape("type 'kubernetes.authorization.Authorizer' does not")):
+        env.compile("authorizer.sa_name == ''")
