@@ -174,7 +174,10 @@ class Program:
             data[name] = _as_list(data.get(name, NONE))
         try:
             try:
-                value = self._expr.eval(data=data)
+                if self._macros:  # some macros may run from Python: a fresh iteration budget
+                    value = iteration.budgeted(lambda: self._expr.eval(data=data))
+                else:
+                    value = self._expr.eval(data=data)
                 limited = value.type() == cel.Type.ERROR and _ITERATION_LIMIT in str(value.plain_value())
             except RuntimeError as e:
                 if _ITERATION_LIMIT not in str(e):

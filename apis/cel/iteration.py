@@ -10,9 +10,12 @@ program, once per item, each evaluation a new engine frame with its own 10,000. 
 semantics are kept: `all`/`exists` stop at the first false/true and absorb errors of other items
 as `&&`/`||` do; `exists_one`, `map`, `filter` fail on the first error.
 
+The engine's own `map`/`filter` are quadratic (they copy the result list on every append), so the
+first program already drives those whose range is large from Python (`large_maps_only`).
+
 The callers bound every evaluation by a cost estimate before it runs (1e6 per call for a schema
 rule, where each iteration costs at least 1); the guard here, `ITERATION_LIMIT` iterations per
-evaluation, keeps a runaway evaluation bounded whoever calls.
+evaluation (`budgeted`), keeps a runaway evaluation bounded whoever calls.
 """
 
 from __future__ import annotations
@@ -70,15 +73,15 @@ def run(range_value: Any, key: int, outer: list[Any]) -> Any:
         items[key] = value
         if macro.kind in ("all", "exists"):
             try:
-                result = _evaluate(macro.test, activation)
+                result = _test(macro.test, activation, "_&&_" if macro.kind == "all" else "_||_")
             except ValueError as e:
                 found_error = found_error or str(e)
                 continue
             if result is (macro.kind == "exists"):
                 return result
         elif macro.kind == "exists_one":
-            count += _evaluate(macro.test, activation) is True
-        elif macro.test is None or _evaluate(macro.test, activation) is True:
+            count += _test(macro.test, activation, _CONDITION)
+        elif macro.test is None or _test(macro.test, activation, _CONDITION):
             mapped.append(value if macro.transform is None else _evaluate(macro.transform, activation))
     if found_error is not None:
         raise ValueError(found_error)
@@ -103,6 +106,17 @@ def budgeted(evaluate: Callable[[], Any], limit: int = ITERATION_LIMIT) -> Any:
         return evaluate()
     finally:
         _state.left = ITERATION_LIMIT
+
+
+_CONDITION = "<jump_condition>"  # the engine's name for the condition of `?:` in its error
+
+
+def _test(expr: Any, activation: Any, operator: str) -> bool:
+    """A predicate's value; anything but a bool is the engine's error for `operator` on it."""
+    value = _evaluate(expr, activation)
+    if not isinstance(value, bool):
+        raise ValueError(f"No matching overloads found : {operator}")
+    return value
 
 
 def _evaluate(expr: Any, activation: Any) -> Any:

@@ -114,3 +114,24 @@ def test_macros_live_as_long_as_their_program() -> None:
     del program
     gc.collect()
     assert len(iteration._MACROS) == before
+
+
+def test_every_evaluation_gets_a_fresh_iteration_budget() -> None:
+    """A map over more than NATIVE_MAP_ITEMS runs from Python in the first program already; what it
+    spends of the guard's budget must not carry over to the next evaluation."""
+    program = ENV.compile("self.map(x, x + 1).size() == 600")
+    for _ in range(3):
+        assert program.evaluate({"self": list(range(600)), "m": {}, "oldSelf": NONE}) is True
+        assert iteration._state.left == iteration.ITERATION_LIMIT
+
+
+def test_a_predicate_that_is_not_a_bool_is_an_error() -> None:
+    """The same error as the engine's own loop gives (the test runs both)."""
+    env = Environment({"self": "list(dyn)"})
+    for expr in ("self.all(x, x)", "self.exists(x, x)", "self.exists_one(x, x)", "self.map(x, x, x) == []"):
+        program = env.compile(expr)
+        with pytest.raises(EvalError) as native:
+            program.evaluate({"self": [1, 2]})
+        assert program._unlimited is not None
+        value = iteration.budgeted(lambda p=program: p._unlimited.eval(data={"self": [1, 2]}))
+        assert _error_text(str(value.plain_value())) == str(native.value)
