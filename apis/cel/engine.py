@@ -172,28 +172,31 @@ class Program:
         data = dict(variables)
         for name in self._optionals:
             data[name] = _as_list(data.get(name, NONE))
+        unlimited = False
         try:
-            try:
-                if self._macros:  # some macros may run from Python: a fresh iteration budget
-                    value = iteration.budgeted(lambda: self._expr.eval(data=data))
-                else:
-                    value = self._expr.eval(data=data)
-                limited = value.type() == cel.Type.ERROR and _ITERATION_LIMIT in str(value.plain_value())
-            except RuntimeError as e:
-                if _ITERATION_LIMIT not in str(e):
-                    raise
-                limited = True
-            if limited and self._unlimited is not None:
-                # (also when a predicate run from Python hit the limit in its own frame)
-                value = iteration.budgeted(lambda: self._unlimited.eval(data=data))
-            elif limited:
-                raise RuntimeError(_ITERATION_LIMIT)
+            if self._macros:  # some macros may run from Python: a fresh iteration budget
+                value = iteration.budgeted(lambda: self._expr.eval(data=data))
+            else:
+                value = self._expr.eval(data=data)
         except RuntimeError as e:
-            raise EvalError(_status_text(str(e)).removesuffix(" [INTERNAL]")) from None
+            if _ITERATION_LIMIT not in str(e):
+                raise EvalError(_status_text(str(e)).removesuffix(" [INTERNAL]")) from None
+            value, unlimited = self._past_the_limit(data), True
         if value.type() == cel.Type.ERROR:
-            raise EvalError(_status_text(str(value.plain_value())))
-        result = value.plain_value()
-        return result
+            text = str(value.plain_value())
+            # (an error value when a predicate run from Python hit the limit in its own frame)
+            if unlimited or _ITERATION_LIMIT not in text or self._unlimited is None:
+                raise EvalError(_status_text(text).removesuffix(" [INTERNAL]"))
+            value = self._past_the_limit(data)
+            if value.type() == cel.Type.ERROR:
+                raise EvalError(_status_text(str(value.plain_value())))
+        return value.plain_value()
+
+    def _past_the_limit(self, data: dict[str, Any]) -> Any:
+        """The evaluation again with every macro driven from Python (apis/cel/iteration.py)."""
+        if self._unlimited is None:
+            raise EvalError(_ITERATION_LIMIT)
+        return iteration.budgeted(lambda: self._unlimited.eval(data=data))
 
 
 _ITERATION_LIMIT = "Iteration budget exceeded"  # the engine's error at 10,000 iterations
