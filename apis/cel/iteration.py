@@ -63,6 +63,8 @@ def item(key: int) -> Any:
 def run(range_value: Any, key: int, outer: list[Any]) -> Any:
     """The implementation of FUNCTION: one macro over `range_value` (a list, or a map's keys)."""
     macro = _MACROS[key]
+    if not isinstance(range_value, list | dict):
+        raise ValueError("No matching overloads found : <iter_range>")  # the engine's error
     activation = macro.env.Activation(data=dict(zip(macro.names, outer, strict=True)))
     items = _state.__dict__.setdefault("items", {})
     found_error: str | None = None
@@ -206,6 +208,17 @@ def _call(node: Any, iter_range: Any, key: int, names: tuple[str, ...], ids: Ite
         _ident(outer.list_expr.elements.add(), name, ids)
 
 
+def _wrap(node: Any, function: str, ids: Iterator[int]) -> Any:
+    """Make `node` the call `function(<new node>)`; the new, empty argument node."""
+    node.id = next(ids)
+    node.call_expr.function = function
+    return node.call_expr.args.add()
+
+
+def _wrap_not(node: Any, ids: Iterator[int]) -> Any:
+    return _wrap(node, "!_", ids)
+
+
 def _ident(node: Any, name: str, ids: Iterator[int]) -> Any:
     node.id = next(ids)
     node.ident_expr.name = name
@@ -235,7 +248,10 @@ def _choose_by_size(node: Any, key: int, names: tuple[str, ...], ids: Iterator[i
     choose = bind.result
     choose.id = next(ids)
     choose.call_expr.function = "_?_:_"
-    large = choose.call_expr.args.add()
+    # !@not_strictly_false(!(size(r) > N)): false when size() fails (r is not a list or map), so
+    # that the native comprehension reports the error the engine always gives.
+    condition = choose.call_expr.args.add()
+    large = _wrap_not(_wrap(_wrap_not(condition, ids), "@not_strictly_false", ids), ids)
     large.id = next(ids)
     large.call_expr.function = "_>_"
     size = large.call_expr.args.add()

@@ -135,3 +135,16 @@ def test_a_predicate_that_is_not_a_bool_is_an_error() -> None:
         assert program._unlimited is not None
         value = iteration.budgeted(lambda p=program: p._unlimited.eval(data={"self": [1, 2]}))
         assert _error_text(str(value.plain_value())) == str(native.value)
+
+
+@pytest.mark.parametrize("value", ["abc", 5, None])
+@pytest.mark.parametrize(
+    "expr", ["self.all(x, true)", "self.map(x, x).size() == 0", "self.exists_one(x, true)"]
+)
+def test_a_range_that_is_not_a_list_or_map_is_the_engines_error(expr: str, value: Any) -> None:
+    program = Environment({"self": "dyn"}).compile(expr)
+    with pytest.raises(EvalError, match="No matching overloads found : <iter_range>"):
+        program.evaluate({"self": value})
+    assert program._unlimited is not None
+    driven = iteration.budgeted(lambda: program._unlimited.eval(data={"self": value}))
+    assert _error_text(str(driven.plain_value())) == "No matching overloads found : <iter_range>"
