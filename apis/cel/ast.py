@@ -71,6 +71,7 @@ class Node:
 class Const(Node):
     kind: str  # null | bool | int | uint | double | string | bytes
     size: int = 0  # length of a string/bytes literal
+    text: str = ""  # a string literal (the field name of `x.?field`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,10 +123,11 @@ def _const(node_id: int, buf: bytes) -> Const:
     if not fields:
         return Const(node_id, "null")
     number, value = fields[0]
-    size = len(value.decode("utf-8", "replace")) if isinstance(value, bytes) and number == 6 else 0
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) and number == 6 else ""
+    size = len(text)
     if isinstance(value, bytes) and number == 7:
         size = len(value)
-    return Const(node_id, _CONST_KINDS.get(number, "unknown"), size)
+    return Const(node_id, _CONST_KINDS.get(number, "unknown"), size, text)
 
 
 def _expr(buf: bytes) -> Node:

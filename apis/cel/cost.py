@@ -131,7 +131,8 @@ class _ValueShape:
 
 @dataclass(frozen=True, slots=True)
 class _LargestItem:
-    """Every item of a list at once: an iteration costs at most what its largest item costs."""
+    """Every item of a list at once: an iteration costs at most what its largest item costs.
+    (Also the larger of two values, as `a.orValue(b)` is one or the other.)"""
 
     shapes: tuple[Shape, ...]
 
@@ -182,8 +183,10 @@ def _comprehension(node: ast.Comprehension, scope: dict[str, Shape]) -> tuple[fl
     inner = dict(scope)
     inner[node.iter_var] = range_shape.item()
     init_cost, _ = _walk(node.accu_init, inner)
-    # The accumulator of map()/filter() grows up to the range's size.
-    inner[node.accu_var] = Sized(count, range_shape.item())
+    # The accumulator of map()/filter() (a list) grows up to the range's size; exists_one's
+    # counts and all()/exists()'s is a bool.
+    list_accu = isinstance(node.accu_init, ast.CreateList)
+    inner[node.accu_var] = Sized(count, range_shape.item()) if list_accu else SCALAR
     cond_cost, _ = _walk(node.loop_condition, inner)
     step_cost, _ = _walk(node.loop_step, inner)
     result_cost, result_shape = _walk(node.result, inner)
@@ -225,8 +228,13 @@ def _call(node: ast.Call, scope: dict[str, Shape]) -> tuple[float, Shape]:
         if fn in ("split", "findAll"):
             result = Sized(sizes[0], Sized(sizes[0]))
         return cost + 1.0 + math.ceil(STRING_TRAVERSAL * traversed), result
-    if fn == "_[_]" and shapes:
+    if fn in ("_[_]", "_[?_]") and shapes:
         return cost + 1.0, shapes[0].item()
+    if fn in _OPTIONAL_PASSING and shapes:
+        # An optional has its value's shape: `oldSelf.value().items` is as long as the items.
+        return cost + 1.0, shapes[0] if len(shapes) == 1 else _LargestItem(tuple(shapes))
+    if fn == "_?._" and len(node.args) == 2 and isinstance(node.args[1], ast.Const):
+        return cost + 1.0, shapes[0].field(node.args[1].text)
     return cost + 1.0, SCALAR
 
 
@@ -238,6 +246,10 @@ def estimate_without_checks(node: ast.Node, variables: dict[str, Shape]) -> floa
         return estimate(node, variables)
     finally:
         _CHECK_COST.reset(token)
+
+
+# Optional functions whose result has the shape of their receiver/argument (the larger of two).
+_OPTIONAL_PASSING = frozenset({"value", "orValue", "or", "optional.of", "optional.ofNonZeroValue"})
 
 
 # A path from a variable: field names, None for an item (a list's element, a map's key).

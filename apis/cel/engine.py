@@ -9,6 +9,7 @@ engine estimates or tracks cost itself.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
 
-from apis.cel import ast, objects
+from apis.cel import ast, checked, iteration, objects, opaque
 
 # CEL types by the names kube's DeclTypes use; `list(...)`/`map(...)` are built with the helpers.
 BOOL, INT, UINT, DOUBLE, STRING, BYTES = "bool", "int", "uint", "double", "string", "bytes"
@@ -44,6 +45,32 @@ def map_of(key: str, value: str) -> str:
     return f"map({key}, {value})"
 
 
+def optional_of(value: str) -> str:
+    """kube's `optional(T)`: a variable of this type is given `NONE` or a value; a function
+    returning it returns `NONE` or a value. The expression sees a real CEL optional (see compile)."""
+    return f"optional({value})"
+
+
+class _NoneType:
+    def __repr__(self) -> str:
+        return "NONE"
+
+
+NONE: Any = _NoneType()  # optional.none() for an optional variable or function result
+
+
+def _is_optional(name: str) -> bool:
+    return name.startswith("optional(")
+
+
+def _optional_value_type(name: str) -> str:
+    return name[len("optional(") : -1]
+
+
+def _as_list(value: Any) -> list[Any]:
+    return [] if value is NONE else [value]
+
+
 def _engine_type(name: str) -> cel.Type:
     if name in _SCALARS:
         return _SCALARS[name]
@@ -55,6 +82,23 @@ def _engine_type(name: str) -> cel.Type:
         return cel.Type.List(_engine_type(args[0]))
     if head == "map":
         return cel.Type.Map(_engine_type(args[0]), _engine_type(args[1]))
+    raise ValueError(f"unknown CEL type {name!r}")
+
+
+_CONFIG_SCALARS = {DURATION: "google.protobuf.Duration", TIMESTAMP: "google.protobuf.Timestamp", NULL: "null"}
+
+
+def _config_type(name: str) -> dict[str, Any]:
+    """A type in the engine's YAML config, the only way to declare an optional type: the Python
+    API's types make `optional_type` a type of kind `type`, which no optional function accepts."""
+    if name in _SCALARS or objects.is_object_type(name):
+        return {"type_name": _CONFIG_SCALARS.get(name, name)}
+    head, _, rest = name.partition("(")
+    params = [_config_type(a) for a in _split_args(rest[:-1])]
+    if head in ("list", "map"):
+        return {"type_name": head, "params": params}
+    if head == "optional":
+        return {"type_name": "optional_type", "params": params}
     raise ValueError(f"unknown CEL type {name!r}")
 
 
@@ -116,17 +160,46 @@ class Program:
     result_type: str
     tree: ast.Node
     _expr: Any = field(repr=False)
+    # Variables declared optional: given NONE or a value, passed to the engine as [] or [value].
+    _optionals: tuple[str, ...] = ()
+    # The same expression with its macros driven from Python, for when the engine's own limit of
+    # 10,000 comprehension iterations stops it (apis/cel/iteration.py); None without macros.
+    _unlimited: Any = field(default=None, repr=False)
+    _macros: tuple[Any, ...] = field(default=(), repr=False)  # what the Python-driven forms call
 
     def evaluate(self, variables: Mapping[str, Any]) -> Any:
         """Plain Python result (bool, int, float, str, list, dict, None); EvalError on a CEL error."""
+        data = dict(variables)
+        for name in self._optionals:
+            data[name] = _as_list(data.get(name, NONE))
+        unlimited = False
         try:
-            value = self._expr.eval(data=dict(variables))
-        except RuntimeError as e:  # e.g. the engine's own comprehension iteration limit
-            raise EvalError(_status_text(str(e)).removesuffix(" [INTERNAL]")) from None
+            if self._macros:  # some macros may run from Python: a fresh iteration budget
+                value = iteration.budgeted(lambda: self._expr.eval(data=data))
+            else:
+                value = self._expr.eval(data=data)
+        except RuntimeError as e:
+            if _ITERATION_LIMIT not in str(e):
+                raise EvalError(_status_text(str(e)).removesuffix(" [INTERNAL]")) from None
+            value, unlimited = self._past_the_limit(data), True
         if value.type() == cel.Type.ERROR:
-            raise EvalError(_status_text(str(value.plain_value())))
-        result = value.plain_value()
-        return result
+            text = str(value.plain_value())
+            # (an error value when a predicate run from Python hit the limit in its own frame)
+            if unlimited or _ITERATION_LIMIT not in text or self._unlimited is None:
+                raise EvalError(_status_text(text).removesuffix(" [INTERNAL]"))
+            value = self._past_the_limit(data)
+            if value.type() == cel.Type.ERROR:
+                raise EvalError(_status_text(str(value.plain_value())))
+        return value.plain_value()
+
+    def _past_the_limit(self, data: dict[str, Any]) -> Any:
+        """The evaluation again with every macro driven from Python (apis/cel/iteration.py)."""
+        if self._unlimited is None:
+            raise EvalError(_ITERATION_LIMIT)
+        return iteration.budgeted(lambda: self._unlimited.eval(data=data))
+
+
+_ITERATION_LIMIT = "Iteration budget exceeded"  # the engine's error at 10,000 iterations
 
 
 def _status_text(text: str) -> str:
@@ -142,15 +215,28 @@ class Environment:
 
     def __init__(self, variables: Mapping[str, str], functions: Sequence[Function] = ()) -> None:
         merged = _merge(functions)
-        runtime = [Function(name, _dispatching(overloads)) for name, overloads in merged.items()]
         declared = [Function(name, overloads) for name, overloads in merged.items()]
-        engine_vars = {name: _engine_type(t) for name, t in variables.items()}
-        self._env = _new_env(engine_vars, declared)
         # The engine registers implementations by CEL kind, and every library object is kind
         # "message": `string(ip)` and `string(cidr)` would collide at runtime. Such expressions
         # are type-checked against the precise overloads and then run in an environment where
         # each colliding group is one overload that dispatches on the message type.
-        self._runtime_env = self._env if runtime == declared else _new_env(engine_vars, runtime)
+        # Optional variables and results cannot cross the binding: the runtime environment takes
+        # them as lists of zero or one item, and compile() indexes those with `[?0]`.
+        # Programs run in their own environment, which alone declares iteration.FUNCTION.
+        runtime = [
+            Function(name, [_listed(o) for o in _dispatching(overloads)])
+            for name, overloads in merged.items()
+        ] + [_COMPREHENSION, _COMPREHENSION_ITEM]
+        self._variables = frozenset(variables)
+        self._optional_vars = frozenset(n for n, t in variables.items() if _is_optional(t))
+        self._optional_overloads = frozenset(
+            o.id for f in declared for o in f.overloads if _is_optional(o.result)
+        )
+        self._env = _new_env(variables, declared)
+        runtime_vars = {
+            n: list_of(_optional_value_type(t)) if _is_optional(t) else t for n, t in variables.items()
+        }
+        self._runtime_env = _new_env(runtime_vars, runtime)
 
     def compile(self, source: str) -> Program:
         try:
@@ -160,13 +246,70 @@ class Environment:
         serialized = expr.serialize()
         tree = ast.decode_checked(serialized)
         _reject_object_literals(tree)
+        envelope, checked_expr = checked.parse(serialized)
+        if error := opaque.selection_error(checked_expr, source):
+            raise CompileError(error)
         result_type = _type_name(expr.return_type())
-        if self._runtime_env is not self._env:
-            expr = self._runtime_env.deserialize(serialized)
-        return Program(source, result_type, tree, expr)
+        if self._optional_vars or self._optional_overloads:
+            serialized = _index_optionals(
+                envelope, checked_expr, self._optional_vars, self._optional_overloads
+            )
+        used = {n.ident_expr.name for n in checked.reads_of(checked_expr, self._optional_vars)}
+        native, map_macros = self._iterating(serialized, large_maps_only=True)
+        expr = native if native is not None else self._runtime_env.deserialize(serialized)
+        unlimited, macros = self._iterating(serialized, large_maps_only=False)
+        return Program(
+            source, result_type, tree, expr, tuple(sorted(used)), unlimited, (*map_macros, *macros)
+        )
+
+    def _iterating(self, serialized: bytes, *, large_maps_only: bool) -> tuple[Any, list[Any]]:
+        """The program with its macros (or only its large maps) driven from Python
+        (apis/cel/iteration.py) and those macros, or None if it has none."""
+        envelope, checked_expr = checked.parse(serialized)
+
+        def plan(sub: Any) -> Any:
+            return self._runtime_env.deserialize(checked.serialize(envelope, sub))
+
+        macros = iteration.rewrite(
+            checked_expr, self._variables, plan, self._runtime_env, large_maps_only=large_maps_only
+        )
+        return (plan(checked_expr) if macros else None), macros
 
 
-def _new_env(variables: dict[str, Any], functions: Sequence[Function]) -> Any:
+_COMPREHENSION = Function(
+    iteration.FUNCTION,
+    [Overload(iteration.FUNCTION, [DYN, INT, list_of(DYN)], DYN, iteration.run)],
+)
+_COMPREHENSION_ITEM = Function(iteration.ITEM, [Overload(iteration.ITEM, [INT], DYN, iteration.item)])
+
+
+def _listed(o: Overload) -> Overload:
+    """An optional-returning overload as the runtime declares it: a list of zero or one item."""
+    if not _is_optional(o.result):
+        return o
+    impl = o.impl
+    return Overload(
+        o.id, o.params, list_of(_optional_value_type(o.result)), lambda *a: _as_list(impl(*a)), o.member
+    )
+
+
+def _index_optionals(
+    envelope: Any, checked_expr: Any, variables: frozenset[str], overloads: frozenset[str]
+) -> bytes:
+    """The checked expression with every read of an optional variable and every call of an
+    optional-returning function `x` turned into `x[?0]`: a real optional again, over the list the
+    runtime passes instead (the checker already typed `x` as the optional it now is)."""
+    # Innermost first: wrapping a node copies its subtree, so a parent is wrapped after its children.
+    nodes = checked.reads_of(checked_expr, variables) + checked.calls_of(checked_expr, overloads)[::-1]
+    next_id = checked.max_id(checked_expr.expr) + 1
+    for node in nodes:
+        checked.wrap_optional_index(node, next_id)
+        next_id += 2
+    return checked.serialize(envelope, checked_expr)
+
+
+def _new_env(variables: Mapping[str, str], functions: Sequence[Function]) -> Any:
+    typed = [f for f in functions if not any(_mentions_optional(o) for o in f.overloads)]
     decls = [
         cel.FunctionDecl(
             f.name,
@@ -181,12 +324,46 @@ def _new_env(variables: dict[str, Any], functions: Sequence[Function]) -> Any:
                 for o in f.overloads
             ],
         )
-        for f in functions
+        for f in typed
     ]
     extensions: list[Any] = [ext_strings.ExtStrings(), ext_optional.ExtOptional()]
     if decls:
         extensions.append(cel.CelExtension("kubernetes", decls))
-    return cel.NewEnv(descriptor_pool=objects.POOL, variables=variables, extensions=extensions)
+    config = _optional_config(variables, [f for f in functions if f not in typed])
+    return cel.NewEnv(
+        descriptor_pool=objects.POOL,
+        config=config,
+        variables={n: _engine_type(t) for n, t in variables.items() if not _is_optional(t)},
+        extensions=extensions,
+    )
+
+
+def _mentions_optional(o: Overload) -> bool:
+    return _is_optional(o.result) or any(_is_optional(p) for p in o.params)
+
+
+def _optional_config(variables: Mapping[str, str], functions: Sequence[Function]) -> Any:
+    """Declarations with an optional type, through the engine's YAML config (JSON is YAML). They
+    are only type-checked here: no implementation is bound (the runtime environment has none)."""
+    optional_vars = [{"name": n, **_config_type(t)} for n, t in variables.items() if _is_optional(t)]
+    if not optional_vars and not functions:
+        return None
+    decls = [
+        {
+            "name": f.name,
+            "overloads": [
+                {
+                    "id": o.id,
+                    **({"target": _config_type(o.params[0])} if o.member else {}),
+                    "args": [_config_type(p) for p in (o.params[1:] if o.member else o.params)],
+                    "return": _config_type(o.result),
+                }
+                for o in f.overloads
+            ],
+        }
+        for f in functions
+    ]
+    return cel.NewEnvConfigFromYaml(json.dumps({"variables": optional_vars, "functions": decls}))
 
 
 def _merge(functions: Sequence[Function]) -> dict[str, list[Overload]]:

@@ -1,11 +1,10 @@
 """The Kubernetes CEL libraries (k8s.io/apiserver/pkg/cel/library) the engine can carry.
 
 Carried: lists (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`), regex (`find`,
-`findAll`), sets (`sets.contains`, `sets.equivalent`, `sets.intersects`), `hasValue`/`value` for
-`optionalOldSelf`, and, in their own modules, quantity (`library_quantity`), URLs (`library_url`),
-IP and CIDR (`library_net`), semver (`library_semver`), named formats (`library_format`, with
-stand-ins for its optional results); the engine itself brings optionals and the strings extension
-with `format`. The object types of those libraries (`kubernetes.Quantity`, `net.IP`, …) are
+`findAll`), sets (`sets.contains`, `sets.equivalent`, `sets.intersects`), and, in their own
+modules, quantity (`library_quantity`), URLs (`library_url`), IP and CIDR (`library_net`), semver
+(`library_semver`), named formats (`library_format`); the engine itself brings optionals and the
+strings extension with `format`. The object types of those libraries (`kubernetes.Quantity`, `net.IP`, …) are
 protobuf messages to the engine, since it cannot return an opaque value from a Python function
 (see apis/cel/objects.py). The authorizer library is `library_authz` (admission only). The engine's
 overloads are resolved at runtime by CEL kind only, so list functions are declared over
@@ -21,7 +20,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from apis.cel.engine import BOOL, DYN, INT, STRING, Function, Overload, list_of, map_of
+from apis.cel.engine import BOOL, DYN, INT, STRING, Function, Overload, list_of
 from apis.cel.library_format import FORMAT_LIBRARY
 from apis.cel.library_net import NET_LIBRARY
 from apis.cel.library_quantity import QUANTITY_LIBRARY
@@ -95,36 +94,6 @@ def _find_all(s: str, pattern: str, limit: int = -1) -> list[str]:
 
 def _contains(a: list[Any], b: list[Any]) -> bool:
     return all(any(x == y and type(x) is type(y) for x in a) for y in b)
-
-
-def _value(optional: dict[str, Any]) -> Any:
-    if not optional.get("present"):
-        raise ValueError("optional.none() dereference")
-    return optional["value"]
-
-
-# The binding cannot hand an optional value to an expression, so `optionalOldSelf` passes oldSelf as
-# `{"present": bool, "value": v}` (declared dyn) with these two methods. `orValue`, `.?` and
-# `optional.none() == oldSelf` do not work on it (the engine's own optional overloads collide).
-OPTIONAL_OLD_SELF: tuple[Function, ...] = (
-    Function(
-        "hasValue",
-        [
-            Overload(
-                "k8s_optional_has_value",
-                [map_of(STRING, DYN)],
-                BOOL,
-                lambda o: bool(o.get("present")),
-                member=True,
-            )
-        ],
-    ),
-    Function("value", [Overload("k8s_optional_value", [map_of(STRING, DYN)], DYN, _value, member=True)]),
-)
-
-
-def optional_value(present: bool, value: Any) -> dict[str, Any]:
-    return {"present": present, "value": value}
 
 
 _LISTS_REGEX_SETS: tuple[Function, ...] = (

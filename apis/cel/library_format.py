@@ -1,13 +1,9 @@
 """kube's named-format library (k8s.io/apiserver/pkg/cel/library/format.go).
 
-`format.named(name)` and `<format>.validate(s)` return optionals in kube, and a Python function
-cannot return an optional to our engine. They return two library messages instead,
-`kubernetes.OptionalNamedFormat` and `kubernetes.OptionalStringList`, which carry kube's optional
-methods `hasValue()` and `value()`; so the ways kube's docs use them work
-(`format.named("dns1123Label").value().validate(self).hasValue()`,
-`!format.dns1123Label().validate(self).hasValue()`). What does not: `orValue(v)` (the engine's
-runtime finds only its own `orValue` under that name), `.?`, comparing with `optional.none()`, and
-`type()` (it names our message).
+`format.named(name)` returns `optional(kubernetes.NamedFormat)` and `<format>.validate(s)`
+`optional(list(string))`, as in kube: declared with `optional_of`, they return `engine.NONE` or a
+value here, and the expression gets a real CEL optional (`orValue`, `.?`, `== optional.none()`,
+`type()` behave as kube's; see engine.Environment).
 The validators are apimachinery's (apis/meta/names.py) and kube-openapi's strfmt checks, with
 kube's messages.
 """
@@ -18,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from apis.cel import objects
-from apis.cel.engine import BOOL, STRING, Function, Overload, list_of
+from apis.cel.engine import NONE, STRING, Function, Overload, list_of, optional_of
 from apis.cel.library_url import request_uri_error
 from apis.meta import names
 from apis.schema.validate import _FORMAT_CHECKS as STRFMT  # kube-openapi's strfmt.Default, ported
@@ -68,44 +64,24 @@ def _format(cel_name: str) -> Any:
 
 
 def _named(cel_name: str) -> Any:
-    if cel_name not in FORMATS:
-        return objects.new(objects.OPTIONAL_NAMED_FORMAT)
-    return objects.new(objects.OPTIONAL_NAMED_FORMAT, present=True, value=_format(cel_name))
+    return _format(cel_name) if cel_name in FORMATS else NONE
 
 
 def _validate(f: Any, s: str) -> Any:
     errors = _BY_NAME[f.name](s)
-    return objects.new(objects.OPTIONAL_STRING_LIST, present=bool(errors), values=errors)
+    return errors if errors else NONE
 
 
-def _value(o: Any) -> Any:
-    if not o.present:
-        raise ValueError("optional.none() dereference")
-    return list(o.values) if objects.type_of(o) == objects.OPTIONAL_STRING_LIST else o.value
-
-
-_F, _OF, _OL = objects.NAMED_FORMAT, objects.OPTIONAL_NAMED_FORMAT, objects.OPTIONAL_STRING_LIST
-_STRINGS = list_of(STRING)
+_F = objects.NAMED_FORMAT
 
 FORMAT_LIBRARY: tuple[Function, ...] = (
-    Function("format.named", [Overload("format-named", [STRING], _OF, _named)]),
+    Function("format.named", [Overload("format-named", [STRING], optional_of(_F), _named)]),
     *(
         Function(f"format.{name}", [Overload(f"format.{name}", [], _F, lambda n=name: _format(n))])
         for name in FORMATS
     ),
-    Function("validate", [Overload("format-validate", [_F, STRING], _OL, _validate, member=True)]),
     Function(
-        "hasValue",
-        [
-            Overload("k8s_optional_format_has_value", [_OF], BOOL, lambda o: o.present, member=True),
-            Overload("k8s_optional_errors_has_value", [_OL], BOOL, lambda o: o.present, member=True),
-        ],
-    ),
-    Function(
-        "value",
-        [
-            Overload("k8s_optional_format_value", [_OF], _F, _value, member=True),
-            Overload("k8s_optional_errors_value", [_OL], _STRINGS, _value, member=True),
-        ],
+        "validate",
+        [Overload("format-validate", [_F, STRING], optional_of(list_of(STRING)), _validate, member=True)],
     ),
 )

@@ -7,9 +7,10 @@ of the same name, built here at import time from a descriptor (no generated code
 fields hold exactly what kube's `Equal` compares: a quantity's normalized value, a semver without its
 build metadata, a URL's parts. Equal values therefore have equal messages, and `==` holds as in kube.
 
-Unlike kube, a message's fields can be read (`quantity('1').value`) and a message can be built with
-`kubernetes.Quantity{value: '1'}` in an expression; engine.py refuses the latter at compile time,
-as kube's checker would (the former is harmless).
+To the engine a message's fields can be read (`quantity('1').value`) and a message can be built
+with `kubernetes.Quantity{value: '1'}`; both are refused at compile time (apis/cel/opaque.py and
+engine.py), with the messages of kube's checker, for which these types are opaque. The one field
+read is `authorizer.requestResource`, a variable of its own in kube (library_authz).
 """
 
 from __future__ import annotations
@@ -41,12 +42,6 @@ _MESSAGES: dict[str, list[tuple[Any, ...]]] = {
         ("pre", _F.TYPE_STRING),
     ],
     "kubernetes.NamedFormat": [("name", _F.TYPE_STRING)],
-    # Stand-ins for kube's optional(NamedFormat) and optional(list(string)): see library_format.
-    "kubernetes.OptionalNamedFormat": [
-        ("present", _F.TYPE_BOOL),
-        ("value", _F.TYPE_MESSAGE, ".kubernetes.NamedFormat", False),
-    ],
-    "kubernetes.OptionalStringList": [("present", _F.TYPE_BOOL), ("values", _F.TYPE_STRING, "", True)],
     # The authorizer library (library_authz): each check carries what kube's value carries, plus the
     # service account it checks for (empty: the requesting user); the variable carries its
     # `requestResource` as a field.
@@ -83,9 +78,7 @@ _MESSAGES: dict[str, list[tuple[Any, ...]]] = {
     ],
 }
 
-QUANTITY, URL, IP, CIDR, SEMVER, NAMED_FORMAT, OPTIONAL_NAMED_FORMAT, OPTIONAL_STRING_LIST = list(_MESSAGES)[
-    :8
-]
+QUANTITY, URL, IP, CIDR, SEMVER, NAMED_FORMAT = list(_MESSAGES)[:6]
 
 
 def _build_pool() -> descriptor_pool.DescriptorPool:

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apis.cel import cost
-from apis.cel.engine import EvalError, Program
-from apis.cel.library import optional_value
+from apis.cel.engine import NONE, EvalError, Program
 from apis.meta import field as fe
 from apis.meta.field import ErrorType, FieldError
 from apis.schema.cel_rules import Rule, RuleNode
@@ -146,7 +145,7 @@ def _run(rule: Rule, node: RuleNode, value: Any, old: Any, path: str, out: Outco
     old_value = None
     if rule.uses_old_self:
         old_value = (to_cel(old, node.schema) if convert else old) if has_old else None
-        variables["oldSelf"] = optional_value(has_old, old_value) if rule.optional_old_self else old_value
+        variables["oldSelf"] = old_value if has_old else NONE  # optionalOldSelf on create
     costing = _Costing(value, old_value, rule.uses_old_self)
     spent = costing.cost(rule.static_cost, rule.program, out)
     if spent > PER_CALL_LIMIT:

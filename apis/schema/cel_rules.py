@@ -16,7 +16,7 @@ from typing import Any
 
 from apis.cel import ast, cost, engine
 from apis.cel.engine import CompileError, Environment, Program
-from apis.cel.library import KUBERNETES_LIBRARY, OPTIONAL_OLD_SELF
+from apis.cel.library import KUBERNETES_LIBRARY
 from apis.meta import field as fe
 from apis.meta.field import FieldError
 from apis.schema.cel_types import SchemaShape, cardinality_factor, cel_type, has_numbers
@@ -172,9 +172,9 @@ def _uses(node: ast.Node, name: str) -> bool:
 
 def environment(s: Schema, *, optional_old_self: bool = False) -> Environment:
     t = cel_type(s)
-    if optional_old_self:
-        return Environment({"self": t, "oldSelf": engine.DYN}, KUBERNETES_LIBRARY + OPTIONAL_OLD_SELF)
-    return Environment({"self": t, "oldSelf": t}, KUBERNETES_LIBRARY)
+    # optionalOldSelf: oldSelf is `optional.of(old)` on update, `optional.none()` on create (kube).
+    old_self = engine.optional_of(t) if optional_old_self else t
+    return Environment({"self": t, "oldSelf": old_self}, KUBERNETES_LIBRARY)
 
 
 def _compile_rule(

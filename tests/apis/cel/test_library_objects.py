@@ -328,8 +328,7 @@ def test_parsing_costs_scale_with_the_string_as_kubes_estimates() -> None:
     assert _estimate(contains, 10) == 8
 
 
-# kube's format_test.go: validate() is optional.none() when valid, else optional.of(the errors);
-# here `.hasValue()` and `.value()` read our stand-in for that optional (see library_format).
+# kube's format_test.go: validate() is optional.none() when valid, else optional.of(the errors).
 _LABEL = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
     "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
@@ -383,6 +382,7 @@ FORMAT_INVALID = [
 
 @pytest.mark.parametrize(("name", "value"), FORMAT_VALID)
 def test_named_format_accepts(name: str, value: str) -> None:
+    assert _run(f"format.{name}().validate({value!r}) == optional.none()") is True
     assert _run(f"format.{name}().validate({value!r}).hasValue()") is False
     assert _run(f"format.named({name!r}).value().validate({value!r}).hasValue()") is False
 
@@ -390,6 +390,7 @@ def test_named_format_accepts(name: str, value: str) -> None:
 @pytest.mark.parametrize(("name", "value", "message"), FORMAT_INVALID)
 def test_named_format_refuses_with_kubes_message(name: str, value: str, message: str) -> None:
     assert _run(f"format.{name}().validate({value!r}).value()") == [message]
+    assert _run(f"format.{name}().validate({value!r}) == optional.of([{message!r}])") is True
 
 
 def test_named_format_lookup() -> None:
