@@ -144,6 +144,10 @@ def ordering(prefix: str, type_: Any, compare: Callable[[Any, Any], int]) -> tup
     )
 
 
+# (checked expression, source) -> a compile error in the checker's format, or None.
+CompileCheck = Callable[[Any, str], "str | None"]
+
+
 class CompileError(ValueError):
     """Parse or type-check failure; the text is the engine's, as kube shows cel-go's."""
 
@@ -238,7 +242,9 @@ class Environment:
         }
         self._runtime_env = _new_env(runtime_vars, runtime)
 
-    def compile(self, source: str) -> Program:
+    def compile(self, source: str, checks: Sequence[CompileCheck] = ()) -> Program:
+        """`checks` see the checked expression and the source, and return a compile error or None
+        (what the engine's own checker cannot know, e.g. which fields a schema declares)."""
         try:
             expr = self._env.compile(source)
         except RuntimeError as e:
@@ -247,8 +253,9 @@ class Environment:
         tree = ast.decode_checked(serialized)
         _reject_object_literals(tree)
         envelope, checked_expr = checked.parse(serialized)
-        if error := opaque.selection_error(checked_expr, source):
-            raise CompileError(error)
+        for check in (opaque.selection_error, *checks):
+            if error := check(checked_expr, source):
+                raise CompileError(error)
         result_type = _type_name(expr.return_type())
         if self._optional_vars or self._optional_overloads:
             serialized = _index_optionals(

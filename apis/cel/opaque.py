@@ -39,11 +39,11 @@ def selection_error(checked_expr: Any, source: str) -> str | None:
             continue
         if t.message_type and objects.is_object_type(t.message_type):
             message = f"type '{t.message_type}' does not support field selection"
-            return _located(checked_expr, node.id, source, message)
+            return located(checked_expr, node.id, source, message)
     return None
 
 
-def _located(checked_expr: Any, node_id: int, source: str, message: str) -> str:
+def located(checked_expr: Any, node_id: int, source: str, message: str) -> str:
     """An error in the checker's format: `ERROR: <input>:line:column: message`, the line, a caret."""
     info = checked_expr.source_info
     offset = info.positions.get(node_id, 0)

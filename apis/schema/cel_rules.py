@@ -19,9 +19,11 @@ from apis.cel.engine import CompileError, Environment, Program
 from apis.cel.library import KUBERNETES_LIBRARY
 from apis.meta import field as fe
 from apis.meta.field import FieldError
+from apis.schema.cel_fields import undefined_field_error
 from apis.schema.cel_types import SchemaShape, cardinality_factor, cel_type, has_numbers
 
 Schema = dict[str, Any]
+ROOT_PATH = "openAPIV3Schema"
 
 PER_EXPRESSION_LIMIT = 10_000_000  # apiextensions' PerCallLimit x 10: StaticEstimatedCostLimit
 PER_SCHEMA_LIMIT = 100_000_000  # StaticEstimatedCRDCostLimit
@@ -74,12 +76,12 @@ def compile_rules(schema: Schema) -> RuleNode | None:
     would refuse them."""
     errors: list[FieldError] = []
     totals: list[tuple[str, float]] = []
-    node = _compile(schema, "openAPIV3Schema", 1.0, True, errors, totals)
+    node = _compile(schema, ROOT_PATH, 1.0, True, errors, totals)
     total = sum(c for _, c in totals)
     if total > PER_SCHEMA_LIMIT:
         errors.append(
             fe.forbidden(
-                "openAPIV3Schema",
+                ROOT_PATH,
                 "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema "
                 "exceeds budget "
                 f"by factor of {_factor(total, PER_SCHEMA_LIMIT)} {_HINT}",
@@ -189,8 +191,12 @@ def _compile_rule(
     optional_old_self = bool(raw.get("optionalOldSelf"))
     env = environment(s, optional_old_self=optional_old_self)
     source = raw.get("rule", "")
+    def fields(checked_expr: Any, text: str) -> str | None:
+        root = path.startswith(f"{ROOT_PATH}.{VALIDATIONS}")
+        return undefined_field_error(s, checked_expr, text, old_self=not optional_old_self, root=root)
+
     try:
-        program = env.compile(source)
+        program = env.compile(source, checks=(fields,))
     except CompileError as e:
         errors.append(fe.invalid(f"{path}.rule", source, f"compilation failed: {e}"))
         return None
@@ -227,7 +233,7 @@ def _compile_rule(
     static_message_cost = None
     if raw.get("messageExpression"):
         try:
-            message_program = env.compile(raw["messageExpression"])
+            message_program = env.compile(raw["messageExpression"], checks=(fields,))
         except CompileError as e:
             errors.append(
                 fe.invalid(
