@@ -74,15 +74,7 @@ class TokenReviewer:
             if status.get("error"):
                 raise TokenReviewError(str(status["error"]))
             return Review(None)
-        user = status.get("user") or {}
-        extra = {str(k): tuple(str(x) for x in (v or ())) for k, v in (user.get("extra") or {}).items()}
-        info = UserInfo(
-            name=str(user.get("username") or ""),
-            uid=str(user.get("uid") or ""),
-            groups=tuple(str(g) for g in user.get("groups") or ()),
-            extra=extra,
-        )
-        return Review(AuthResult(info, granted))
+        return Review(AuthResult(UserInfo.from_dict(status.get("user") or {}), granted))
 
 
 class CachedTokenReviewer:

@@ -25,7 +25,7 @@ from multidict import CIMultiDict
 
 from apis.meta.errors import StatusError, bad_request, internal_error
 from apis.meta.names import is_dns1123_label, is_dns1123_subdomain
-from apis.meta.user import UserInfo
+from apis.meta.user import SERVICE_ACCOUNT_PREFIX, UserInfo, service_account_user
 from server.authn.interface import ALL_AUTHENTICATED, ALL_UNAUTHENTICATED
 from server.authn.requestheader import unescape_extra_key
 from server.authz.interface import Authorizer, AuthzAttributes
@@ -45,7 +45,6 @@ UID_HEADER = "Impersonate-Uid"
 EXTRA_HEADER_PREFIX = "Impersonate-Extra-"
 
 ANONYMOUS = "system:anonymous"
-SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 AUTHENTICATION_GROUP_VERSION = ("authentication.k8s.io", "v1")
 
 
@@ -91,9 +90,10 @@ def impersonation(authorizer: Authorizer) -> Middleware:
         for target in targets:
             attrs = AuthzAttributes(requestor, _acting_as(target))
             if target.kind == "ServiceAccount":
-                username = f"{SERVICE_ACCOUNT_PREFIX}{target.namespace}:{target.name}"
+                account = service_account_user(target.namespace, target.name)
+                username = account.name
                 if not groups_specified:
-                    groups = ["system:serviceaccounts", f"system:serviceaccounts:{target.namespace}"]
+                    groups = list(account.groups)
             elif target.kind == "User":
                 username = target.name
             elif target.kind == "Group":

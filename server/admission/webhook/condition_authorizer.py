@@ -12,24 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from apis.cel.library_authz import Authorize, Check, Verdict
-from apis.meta.user import UserInfo
+from apis.meta.user import UserInfo, service_account_user
 from server.authz.interface import Authorizer, AuthzAttributes
 from server.authz.interface import Verdict as AuthzVerdict
 from server.request_info import RequestInfo
 
-SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
-ALL_SERVICE_ACCOUNTS = "system:serviceaccounts"
-
 
 def request_user(request: dict[str, Any]) -> UserInfo:
     """The user of an AdmissionRequest (its `userInfo`, as UserInfo.to_dict wrote it)."""
-    info = request.get("userInfo") or {}
-    return UserInfo(
-        name=str(info.get("username", "")),
-        uid=str(info.get("uid", "")),
-        groups=tuple(info.get("groups") or ()),
-        extra={k: tuple(v) for k, v in (info.get("extra") or {}).items()},
-    )
+    return UserInfo.from_dict(request.get("userInfo") or {})
 
 
 def request_resource(request: dict[str, Any]) -> Check:
@@ -44,14 +35,6 @@ def request_resource(request: dict[str, Any]) -> Check:
         subresource=str(request.get("requestSubResource") or request.get("subResource") or ""),
         namespace=str(request.get("namespace") or ""),
         name=str(request.get("name") or ""),
-    )
-
-
-def service_account_user(namespace: str, name: str) -> UserInfo:
-    """serviceaccount.ServiceAccountInfo{Namespace, Name}.UserInfo(): no uid, no extra."""
-    return UserInfo(
-        name=f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}",
-        groups=(ALL_SERVICE_ACCOUNTS, f"{ALL_SERVICE_ACCOUNTS}:{namespace}"),
     )
 
 
