@@ -192,13 +192,14 @@ async def test_three_member_cluster_keeps_serving_with_one_member_killed(
             if err is None:
                 acknowledged.append(await store.get(f"/pizzas/ns/k{i}"))
             else:
-                # The first write after the leader's crash is forwarded to it by a follower that has
-                # not noticed yet, is lost and times out (as with etcd's own client: repeating it
-                # blindly could apply it twice): its outcome is unknown (→ 504), not "unavailable".
-                # Every write after the election must succeed.
-                assert isinstance(err, UnknownOutcome) and i == 0, err
+                # A write after the leader's crash is forwarded to it by a follower that has not
+                # noticed yet, or proposed while there is no leader; it is lost and times out (as with
+                # etcd's own client: repeating it blindly could apply it twice): its outcome is
+                # unknown (→ 504), not "unavailable". On a loaded machine the election can outlast
+                # more than one write's deadline; every write after the election must succeed.
+                assert isinstance(err, UnknownOutcome) and len(acknowledged) == 1, err
                 failures += 1
-        assert failures <= (1 if victim == "leader" else 0)
+        assert failures <= (3 if victim == "leader" else 0)
         assert len(acknowledged) >= 10
         seen = await next_events(events, len(acknowledged) - 1)
         assert [(e.key, e.revision) for e in seen] == [(kv.key, kv.mod_revision) for kv in acknowledged[1:]]
