@@ -6,8 +6,6 @@ resources that the dispatcher resolves from RequestInfo (the same parse authoriz
 
 from __future__ import annotations
 
-import asyncio
-
 from aiohttp import web
 
 from server.admission.sinks import admission_warning_headers
@@ -17,7 +15,7 @@ from server.endpoints.deprecation import deprecation_warnings
 from server.endpoints.dispatch import API_REGISTRY, serve_resource
 from server.endpoints.registry import build_registry
 from server.endpoints.scope import PATCH_TYPES
-from server.endpoints.watch import SHUTTING_DOWN
+from server.endpoints.watch import OPEN_STREAMS, OpenStreams
 from server.filters import build_chain
 from server.filters.audit import audit_response_prepare
 from server.health import HealthCheck, HealthChecks
@@ -27,7 +25,7 @@ from server.version import version_handler, version_info
 
 
 async def _end_watches(app: web.Application) -> None:
-    app[SHUTTING_DOWN].set()
+    app[OPEN_STREAMS].close()
 
 
 def build_app(config: Config) -> web.Application:
@@ -55,7 +53,7 @@ def build_app(config: Config) -> web.Application:
     # Warnings from admission webhooks, on successes and denials alike.
     app.on_response_prepare.append(admission_warning_headers)
     # Open watches end cleanly as soon as shutdown begins, instead of being cut after a timeout.
-    app[SHUTTING_DOWN] = asyncio.Event()
+    app[OPEN_STREAMS] = OpenStreams()
     app.on_shutdown.append(_end_watches)
     admission = config.admission
     metrics.registry.register(admission.metrics.registry)

@@ -190,7 +190,7 @@ class Store:
             except st.StorageError as e:
                 raise interpret(e, self.resource, "") from e
             else:
-                return OpenWatch(watcher, functools.partial(cache.progress, watcher), cache.stop_watching)
+                return OpenWatch(watcher, cache.progress, cache.stop_watching)
         return watch_storage(self, prefix, options, all_namespaces=self._all_namespaces(namespace))
 
     # --- create ----------------------------------------------------------------------------------

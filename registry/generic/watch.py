@@ -130,4 +130,4 @@ def watch_storage(store: Store, prefix: str, options: WatchOptions, *, all_names
     def stop(_: CacheWatcher) -> None:
         task.cancel()
 
-    return OpenWatch(watcher, lambda: reached[0], stop)
+    return OpenWatch(watcher, lambda _: reached[0], stop)

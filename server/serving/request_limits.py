@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +62,7 @@ class RequestLimits:
 class BoundedRequestHandler(RequestHandler):
     """A RequestHandler that enforces ``RequestLimits`` on each request's head."""
 
-    __slots__ = ("_head_bytes", "_head_timer", "_limits")
+    __slots__ = ("_head_bytes", "_head_timer", "_limits", "_on_lost")
 
     def __init__(
         self, manager: Server, *, loop: asyncio.AbstractEventLoop, limits: RequestLimits, **kwargs: Any
@@ -78,6 +79,7 @@ class BoundedRequestHandler(RequestHandler):
         self._limits = limits
         self._head_bytes = 0
         self._head_timer: asyncio.TimerHandle | None = None
+        self._on_lost: Callable[[], object] | None = None
 
     def _reading_head(self) -> bool:
         """No request is parsed and waiting, and the handler is idle (or has not served one yet):
@@ -132,6 +134,9 @@ class BoundedRequestHandler(RequestHandler):
     def connection_lost(self, exc: BaseException | None) -> None:
         self._head_done()
         super().connection_lost(exc)
+        on_lost, self._on_lost = self._on_lost, None
+        if on_lost is not None:
+            on_lost()
 
     def handle_error(
         self,
@@ -153,6 +158,20 @@ class BoundedRequestHandler(RequestHandler):
         response = web.Response(status=status, text=message or "Bad Request", content_type="text/plain")
         response.force_close()
         return response
+
+
+def notify_connection_lost(request: BaseRequest, callback: Callable[[], object] | None) -> bool:
+    """Have `callback` called when the request's connection goes (None: no longer); False when the
+    connection is not one of ours, so the caller must look at its transport itself.
+
+    aiohttp does not cancel a handler whose client left (kube cancels the request's context): a
+    long-running response (a watch) learns of it here instead of polling its transport.
+    """
+    protocol = request.protocol
+    if not isinstance(protocol, BoundedRequestHandler):
+        return False
+    protocol._on_lost = callback
+    return True
 
 
 def _peer(transport: asyncio.BaseTransport | None) -> str:

@@ -263,3 +263,48 @@ async def test_watch_ends_cleanly_when_client_goes_away(api) -> None:
             await asyncio.sleep(0.05)
     await api.create_toppings("after")
     assert (await api.get(api.toppings_path("v1beta1", "after"))).status == 200
+
+
+WATCH_DONE = (
+    'apiserver_request_total{code="200",component="apiserver",dry_run="",group="' + GROUP + '",'
+    'resource="toppings",scope="cluster",subresource="",verb="WATCH",version="v1beta1"} 1.0'
+)
+
+
+async def _finished_watches(server) -> bool:
+    async with server.session() as s, s.get("/metrics") as r:
+        return WATCH_DONE in (await r.text()).splitlines()
+
+
+async def test_a_watch_whose_client_leaves_ends_on_the_server(embedded_server) -> None:
+    """aiohttp does not cancel the handler of a client that left: the stream must notice on its own
+    (the metrics filter counts a watch when its handler returns), or it holds a cache watcher until
+    its timeout. The watch asks for no bookmarks and a long timeout, so nothing else would end it."""
+    params = {"watch": "true", "timeoutSeconds": "3000"}
+    path = f"/apis/{GROUP}/v1beta1/toppings"
+    session = embedded_server.session()
+    stream = await session.get(path, params=params)
+    assert stream.status == 200
+    assert not await _finished_watches(embedded_server)
+    await session.close()  # the connection goes, without a word to the server
+    for _ in range(100):
+        if await _finished_watches(embedded_server):
+            break
+        await asyncio.sleep(0.1)
+    assert await _finished_watches(embedded_server)
+
+
+async def test_open_watches_end_cleanly_when_the_server_stops(tmp_path) -> None:
+    """Shutdown wakes every open stream, which ends its chunked body: the client reads a complete
+    response rather than a connection cut after aiohttp's shutdown timeout."""
+    from tests.fixtures.server import running_server
+
+    async with running_server(tmp_path / "data") as server, server.session() as s:
+        streams = [
+            await s.get(f"/apis/{GROUP}/v1beta1/toppings", params={"watch": "true", "timeoutSeconds": "3000"})
+            for _ in range(3)
+        ]
+        assert [r.status for r in streams] == [200, 200, 200]
+        server.extra["stop"].set()  # what SIGTERM does
+        bodies = [await asyncio.wait_for(r.read(), 20) for r in streams]
+    assert bodies == [b"", b"", b""]

@@ -204,11 +204,10 @@ class ResourceCache:
         watcher = CacheWatcher(options.predicate, namespace_prefix, after=revision)
         if send_state:
             matches = watcher.matches
-            watcher.pending.extend(
-                WatchEvent("ADDED", obj, revision) for obj in self.index.scan(prefix) if matches(obj)
-            )
+            state = self.index.scan(prefix)
+            watcher.queue(WatchEvent("ADDED", obj, revision) for obj in state if matches(obj))
             if options.send_initial_events:
-                watcher.pending.append(WatchEvent("BOOKMARK", None, revision, initial_events_end=True))
+                watcher.queue((WatchEvent("BOOKMARK", None, revision, initial_events_end=True),))
         self.watchers.add(watcher)
         return watcher
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from apis.meta.errors import StatusError
@@ -69,12 +69,12 @@ class Wakeup:
 
 class CacheWatcher:
     __slots__ = (
+        "_queue",
         "after",
         "capacity",
         "ended",
         "error",
         "namespace_prefix",
-        "pending",
         "predicate",
         "wakeup",
         "write_now",
@@ -87,13 +87,41 @@ class CacheWatcher:
         # Events at or below this revision were in the initial state or came before the requested
         # resourceVersion: never sent (kube's cacheWatcher drops rv <= its resourceVersion).
         self.after = after
-        self.pending: deque[WatchEvent] = deque()
+        # Made when the first event has to wait, dropped when drained: a deque's first block is ~0.6 KB,
+        # and most watches of a quiet resource never queue (events go straight into the connection).
+        self._queue: deque[WatchEvent] | None = None
         self.capacity = QUEUE_CAPACITY
         self.wakeup = Wakeup()
         self.write_now: WriteNow | None = None
         self.ended: str | None = None
         # Set when the watch ends on an error the client must see (an ERROR event), e.g. 410.
         self.error: StatusError | None = None
+
+    @property
+    def pending(self) -> deque[WatchEvent] | tuple[()]:
+        """What waits for the stream's own task, oldest first (read-only; see `take`)."""
+        return self._queue if self._queue is not None else ()
+
+    def queue(self, events: Iterable[WatchEvent]) -> None:
+        """Queue events regardless of capacity (the initial state a watch starts with)."""
+        if self._queue is None:
+            self._queue = deque(events)
+        else:
+            self._queue.extend(events)
+        if self._queue:
+            self.wakeup.set()
+        else:
+            self._queue = None
+
+    def take(self) -> WatchEvent | None:
+        """The oldest queued event, None when nothing is queued."""
+        queue = self._queue
+        if not queue:
+            return None
+        event = queue.popleft()
+        if not queue:
+            self._queue = None
+        return event
 
     def matches(self, obj: StoredObject) -> bool:
         return self.predicate.matches(obj.labels, obj.fields)
@@ -127,12 +155,15 @@ class CacheWatcher:
     def offer(self, event: WatchEvent) -> None:
         if self.ended is not None:
             return
-        if not self.pending and self.write_now is not None and self.write_now(event):
-            return
-        if len(self.pending) >= self.capacity:
+        queue = self._queue
+        if queue is None:
+            if self.write_now is not None and self.write_now(event):
+                return
+            queue = self._queue = deque()
+        elif len(queue) >= self.capacity:
             self.end(TOO_SLOW)
             return
-        self.pending.append(event)
+        queue.append(event)
         self.wakeup.set()
 
     def fail(self, error: StatusError) -> None:
@@ -145,15 +176,16 @@ class CacheWatcher:
     def end(self, reason: str) -> None:
         if self.ended is None:
             self.ended = reason
-            self.pending.clear()
+            self._queue = None
             self.wakeup.set()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OpenWatch:
     """A started watch, from the cache or read through: the watcher whose queue the stream drains,
-    the revision a bookmark may report now, and how to stop it."""
+    the revision a bookmark for it may report now, and how to stop it (each given the watcher, so
+    that a cache's own methods serve every watch without a closure per watch)."""
 
     watcher: CacheWatcher
-    progress: Callable[[], int]
+    progress: Callable[[CacheWatcher], int]
     stop: Callable[[CacheWatcher], object]
