@@ -9,6 +9,7 @@ rules and SubjectAccessReviews are written against kube's verbs and names.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -223,5 +224,7 @@ def _is_int64(value: str) -> bool:
 
 
 def _split_path(path: str) -> list[str]:
+    """Segments interned: a list's or watch's RequestInfo is resolved per request and lives as long as
+    it does, and a thousand watches of one resource then share one copy of each name."""
     trimmed = path.strip("/")
-    return trimmed.split("/") if trimmed else []
+    return [sys.intern(segment) for segment in trimmed.split("/")] if trimmed else []

@@ -68,6 +68,21 @@ def _receive_buffer() -> memoryview:
     return view
 
 
+# Connections presenting the same client certificate (a controller's connection pool, kubectl's
+# watches) share one copy of its DER, ~0.5 KB per connection otherwise, and with it the cached hash.
+_DER_COPIES: dict[bytes, bytes] = {}
+_DER_COPIES_MAX = 1024
+
+
+def _shared_copy(der: bytes) -> bytes:
+    kept = _DER_COPIES.get(der)
+    if kept is None:
+        if len(_DER_COPIES) >= _DER_COPIES_MAX:
+            _DER_COPIES.clear()  # bounded; a dropped entry costs one more copy, nothing else
+        kept = _DER_COPIES[der] = der
+    return kept
+
+
 class CompactSSLProtocol(sslproto.SSLProtocol):
     """asyncio's server-side SSLProtocol with a shared receive buffer and record-sized plaintext reads."""
 
@@ -169,7 +184,7 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
                 der = None
                 if isinstance(ssl_object, ssl.SSLObject):
                     der = ssl_object.getpeercert(binary_form=True)
-                extra[name] = der
+                extra[name] = _shared_copy(der) if der is not None else None
             return extra[name]
         if name == "peercert":
             ssl_object = self._extra.get("ssl_object")
