@@ -9,7 +9,7 @@ turns the error into a 500 when nobody allowed the request.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -90,6 +90,22 @@ class Authorizer(Protocol):
     async def authorize(self, attrs: AuthzAttributes) -> Decision: ...
 
 
+class ImmediateAuthorizer(Authorizer, Protocol):
+    """An authorizer that can often decide without waiting (group membership, a path list, a cached
+    review): `decide_now` gives that decision, or None when only `authorize` can (a review to ask).
+
+    The filter then hands an allowed request on without a coroutine of its own, which costs every
+    request a frame and keeps one alive for as long as a watch runs.
+    """
+
+    def decide_now(self, attrs: AuthzAttributes) -> Decision | None: ...
+
+
+def decider_now(authorizer: Authorizer) -> Callable[[AuthzAttributes], Decision | None] | None:
+    """`authorizer.decide_now` if it has one."""
+    return getattr(authorizer, "decide_now", None)
+
+
 class Union:
     """Asks authorizers in order; the first ALLOW or DENY wins (kube's union.New).
 
@@ -102,17 +118,33 @@ class Union:
         self._authorizers: tuple[Authorizer, ...] = tuple(authorizers)
 
     async def authorize(self, attrs: AuthzAttributes) -> Decision:
-        reasons: list[str] = []
-        errors: list[str] = []
+        passed: list[Decision] = []
         for authorizer in self._authorizers:
             decision = await authorizer.authorize(attrs)
             if decision.verdict is not Verdict.NO_OPINION:
                 return decision
-            if decision.reason:
-                reasons.append(decision.reason)
-            if decision.error:
-                errors.append(decision.error)
-        return Decision(Verdict.NO_OPINION, "\n".join(reasons), _aggregate(errors))
+            passed.append(decision)
+        return _no_opinion(passed)
+
+    def decide_now(self, attrs: AuthzAttributes) -> Decision | None:
+        """The union's decision when every authorizer asked before the first opinion can decide now."""
+        passed: list[Decision] = []
+        for authorizer in self._authorizers:
+            decide = decider_now(authorizer)
+            decision = decide(attrs) if decide is not None else None
+            if decision is None:
+                return None
+            if decision.verdict is not Verdict.NO_OPINION:
+                return decision
+            passed.append(decision)
+        return _no_opinion(passed)
+
+
+def _no_opinion(passed: list[Decision]) -> Decision:
+    """Nobody had an opinion: their reasons joined with newlines, their errors aggregated."""
+    reasons = [d.reason for d in passed if d.reason]
+    errors = [d.error for d in passed if d.error]
+    return Decision(Verdict.NO_OPINION, "\n".join(reasons), _aggregate(errors))
 
 
 def _aggregate(errors: list[str]) -> str:

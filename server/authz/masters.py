@@ -24,6 +24,9 @@ class PrivilegedGroups:
         self._groups = frozenset(groups)
 
     async def authorize(self, attrs: AuthzAttributes) -> Decision:
+        return self.decide_now(attrs)
+
+    def decide_now(self, attrs: AuthzAttributes) -> Decision:
         if any(group in self._groups for group in attrs.user.groups):
             return ALLOW
         return NO_OPINION
@@ -56,6 +59,9 @@ class AlwaysAllowPaths:
         self._prefixes = tuple(prefixes)
 
     async def authorize(self, attrs: AuthzAttributes) -> Decision:
+        return self.decide_now(attrs)
+
+    def decide_now(self, attrs: AuthzAttributes) -> Decision:
         if attrs.is_resource_request:
             return NO_OPINION
         path = attrs.path.removeprefix("/")

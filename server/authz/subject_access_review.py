@@ -59,9 +59,14 @@ class SubjectAccessReviewAuthorizer:
         self._unauthorized_ttl = unauthorized_ttl
         self._cache: ExpiringLRU[dict[str, Any]] = cache if cache is not None else ExpiringLRU(CACHE_SIZE)
 
+    def decide_now(self, attrs: AuthzAttributes) -> Decision | None:
+        """The cached review's decision; None when the review must be asked."""
+        status = self._cache.get(_cache_key(review_spec(attrs)))
+        return None if status is None else _decision(status)
+
     async def authorize(self, attrs: AuthzAttributes) -> Decision:
         spec = review_spec(attrs)
-        key = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+        key = _cache_key(spec)
         status = self._cache.get(key)
         if status is None:
             body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
@@ -74,17 +79,26 @@ class SubjectAccessReviewAuthorizer:
             if _should_cache(attrs):
                 ttl = self._authorized_ttl if status.get("allowed") else self._unauthorized_ttl
                 self._cache.add(key, status, ttl)
-        reason = str(status.get("reason") or "")
-        allowed, denied = bool(status.get("allowed")), bool(status.get("denied"))
-        if allowed and denied:
-            return Decision(
-                Verdict.DENY, reason, "webhook subject access review returned both allow and deny response"
-            )
-        if denied:
-            return Decision(Verdict.DENY, reason)
-        if allowed:
-            return Decision(Verdict.ALLOW, reason) if reason else ALLOW
-        return Decision(Verdict.NO_OPINION, reason) if reason else NO_OPINION
+        return _decision(status)
+
+
+def _cache_key(spec: dict[str, Any]) -> str:
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"))
+
+
+def _decision(status: dict[str, Any]) -> Decision:
+    """kube's webhook authorizer reading a SubjectAccessReview status."""
+    reason = str(status.get("reason") or "")
+    allowed, denied = bool(status.get("allowed")), bool(status.get("denied"))
+    if allowed and denied:
+        return Decision(
+            Verdict.DENY, reason, "webhook subject access review returned both allow and deny response"
+        )
+    if denied:
+        return Decision(Verdict.DENY, reason)
+    if allowed:
+        return Decision(Verdict.ALLOW, reason) if reason else ALLOW
+    return Decision(Verdict.NO_OPINION, reason) if reason else NO_OPINION
 
 
 def review_spec(attrs: AuthzAttributes) -> dict[str, Any]:

@@ -11,16 +11,17 @@ forbid) and `authorization.k8s.io/reason`; an evaluation error records only the 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from apis.meta.errors import GroupResource, StatusError, forbidden, internal_error
-from server.authz.interface import Authorizer, AuthzAttributes
+from server.authz.interface import Authorizer, AuthzAttributes, Decision, decider_now
 from server.filters.authentication import audit_annotations, user_of
 from server.filters.request_info import request_info_of
 from server.request_state import AUTHORIZER
-from server.responses import status_response
+from server.responses import answered, status_response
 
 logger = logging.getLogger(__name__)
 
@@ -32,28 +33,45 @@ REASON_ANNOTATION = "authorization.k8s.io/reason"
 
 
 def authorization(authorizer: Authorizer) -> Middleware:
+    decide_now = decider_now(authorizer)
+
     @web.middleware
-    async def authorize(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def authorize(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
+        # A plain function when the decision is known at once (see ImmediateAuthorizer): an allowed
+        # request goes on with no frame of this filter alive.
         user = user_of(request)
         if user is None:
-            return status_response(internal_error("no user found for request"))
+            return answered(status_response(internal_error("no user found for request")))
         attrs = AuthzAttributes(user, request_info_of(request))
         request[AUTHORIZER] = authorizer
-        decision = await authorizer.authorize(attrs)
-        # An authorizer may hit an evaluation error and still allow, so the decision comes first.
-        annotations = audit_annotations(request)
-        if decision.allowed:
-            annotations.update({DECISION_ANNOTATION: "allow", REASON_ANNOTATION: decision.reason})
-            return await handler(request)
-        if decision.error:
-            annotations[REASON_ANNOTATION] = "internal error"
-            logger.warning("authorization of %s %s failed: %s", request.method, request.path, decision.error)
-            return status_response(internal_error(decision.error))
-        annotations.update({DECISION_ANNOTATION: "forbid", REASON_ANNOTATION: decision.reason})
-        logger.debug("forbidden %s %s: %s", request.method, request.path, decision.reason)
-        return status_response(forbidden_error(attrs, decision.reason))
+        decision = decide_now(attrs) if decide_now is not None else None
+        if decision is None:
+            return authorize_later(request, handler, attrs)
+        return _apply(decision, request, handler, attrs)
+
+    async def authorize_later(
+        request: web.Request, handler: Handler, attrs: AuthzAttributes
+    ) -> web.StreamResponse:
+        return await _apply(await authorizer.authorize(attrs), request, handler, attrs)
 
     return authorize
+
+
+def _apply(
+    decision: Decision, request: web.Request, handler: Handler, attrs: AuthzAttributes
+) -> Awaitable[web.StreamResponse]:
+    # An authorizer may hit an evaluation error and still allow, so the decision comes first.
+    annotations = audit_annotations(request)
+    if decision.allowed:
+        annotations.update({DECISION_ANNOTATION: "allow", REASON_ANNOTATION: decision.reason})
+        return handler(request)
+    if decision.error:
+        annotations[REASON_ANNOTATION] = "internal error"
+        logger.warning("authorization of %s %s failed: %s", request.method, request.path, decision.error)
+        return answered(status_response(internal_error(decision.error)))
+    annotations.update({DECISION_ANNOTATION: "forbid", REASON_ANNOTATION: decision.reason})
+    logger.debug("forbidden %s %s: %s", request.method, request.path, decision.reason)
+    return answered(status_response(forbidden_error(attrs, decision.reason)))
 
 
 def forbidden_error(attrs: AuthzAttributes, reason: str = "") -> StatusError:

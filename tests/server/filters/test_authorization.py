@@ -168,6 +168,34 @@ async def test_union_without_decision_joins_reasons_and_errors() -> None:
     )
 
 
+def test_union_decides_now_only_when_every_authorizer_asked_can() -> None:
+    """The filter's frame-free path: a decision known without waiting, None when one must be awaited."""
+    root = UserInfo("root", groups=("system:masters",))
+    union = Union([PrivilegedGroups(), AlwaysAllowPaths(["/healthz"]), Fixed(ALLOW)])
+    pizzas = f"/apis/{GROUP}/v1beta1/namespaces/default/pizzas"
+    assert union.decide_now(attrs("GET", pizzas, root)) == ALLOW
+    assert union.decide_now(attrs("GET", "/healthz")) == ALLOW
+    assert union.decide_now(attrs("GET", pizzas)) is None  # Fixed can only be awaited
+    quiet = Union([PrivilegedGroups(), AlwaysAllowPaths(["/healthz"])])
+    assert quiet.decide_now(attrs("GET", pizzas)) == NO_OPINION
+
+
+async def test_an_immediate_no_opinion_is_403(
+    make_app: MakeApp, aiohttp_client: AiohttpClient, header_authenticator: Authenticator
+) -> None:
+    app = make_app(
+        authenticator=build_authenticator([header_authenticator], anonymous=False),
+        authorizer=Union([PrivilegedGroups(), AlwaysAllowPaths(["/healthz"])]),
+    )
+    client = await aiohttp_client(app)
+    path = f"/apis/{GROUP}/v1alpha1/namespaces/default/pizzas/hawaii"
+    response = await client.get(path, headers={"X-Test-User": "bob"})
+    assert response.status == 403
+    assert (await response.json())["reason"] == "Forbidden"
+    ok = await client.get(path, headers={"X-Test-User": "root;system:masters"})
+    assert ok.status == 200
+
+
 async def test_deny_reason_reaches_the_client(
     make_app: MakeApp, aiohttp_client: AiohttpClient, header_authenticator: Authenticator
 ) -> None:
