@@ -75,6 +75,9 @@ class RequestHeaderAuthenticator:
         self._certs = certificates if certificates is not None else ClientCertificates()
 
     async def authenticate(self, request: web.Request) -> AuthResult | None:
+        return self.authenticate_now(request)
+
+    def authenticate_now(self, request: web.Request) -> AuthResult | None:
         config = self._config()
         if config is None or not config.ca.certs:
             return None

@@ -24,7 +24,7 @@ from aiohttp import web
 
 from apis.meta.errors import unauthorized
 from apis.meta.user import UserInfo
-from server.authn.interface import AuthResult
+from server.authn.interface import WAIT, AuthResult, NowResult
 from server.cluster.cache import ExpiringLRU
 from server.cluster.client import ClusterClient, ClusterError
 
@@ -87,6 +87,10 @@ class CachedTokenReviewer:
         self._cache: ExpiringLRU[Review] = ExpiringLRU(CACHE_SIZE)
         self._inflight: dict[str, asyncio.Task[Review]] = {}
 
+    def cached(self, token: str, audiences: Sequence[str]) -> Review | None:
+        """The review of this token if it is cached (not expired), without asking."""
+        return self._cache.get(_key(token, audiences))
+
     async def review(self, token: str, audiences: Sequence[str]) -> Review:
         key = _key(token, audiences)
         cached = self._cache.get(key)
@@ -130,9 +134,23 @@ class BearerTokenAuthenticator:
         except TokenReviewError as err:
             logger.warning("unable to authenticate a bearer token: %s", err)
             raise unauthorized() from err
-        if review.result is None:
-            raise unauthorized()
-        return review.result
+        return _reviewed(review)
+
+    def authenticate_now(self, request: web.Request) -> NowResult:
+        """No token, or a token whose review is cached; WAIT when the cluster must be asked."""
+        token = bearer_token(request.headers.get("Authorization", ""))
+        if token is None:
+            return None
+        if not isinstance(self._reviewer, CachedTokenReviewer):
+            return WAIT
+        review = self._reviewer.cached(token, self._audiences)
+        return WAIT if review is None else _reviewed(review)
+
+
+def _reviewed(review: Review) -> AuthResult:
+    if review.result is None:
+        raise unauthorized()
+    return review.result
 
 
 def bearer_token(header: str) -> str | None:

@@ -40,6 +40,9 @@ class X509Authenticator:
         self._certs = certificates if certificates is not None else ClientCertificates()
 
     async def authenticate(self, request: web.Request) -> AuthResult | None:
+        return self.authenticate_now(request)
+
+    def authenticate_now(self, request: web.Request) -> AuthResult | None:
         der = peer_certificate(request)
         if der is None:
             return None

@@ -14,7 +14,7 @@ here, so annotations added further in reach the audit filter outside.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
@@ -22,10 +22,10 @@ from multidict import CIMultiDict
 
 from apis.meta.errors import StatusError, unauthorized
 from apis.meta.user import UserInfo
-from server.authn.interface import Authenticator
+from server.authn.interface import WAIT, Authenticator, AuthResult, authenticator_now
 from server.authn.requestheader import STANDARD_NAMES, RequestHeaderNames, headers_to_strip
 from server.request_state import AUDIT_ANNOTATIONS, USER
-from server.responses import status_response
+from server.responses import answered, status_response
 
 logger = logging.getLogger(__name__)
 
@@ -46,25 +46,47 @@ def authentication(
     """
     accepted = tuple(api_audiences)
 
+    now = authenticator_now(authenticator)
+
     @web.middleware
-    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def authenticate(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
+        # A plain function when the authenticator answers at once (see ImmediateAuthenticator): an
+        # authenticated request goes on with no frame of this filter alive.
         audit_annotations(request)
+        try:
+            result = now(request) if now is not None else WAIT
+        except StatusError as err:
+            return answered(_refused(request, err))
+        if result is WAIT:
+            return authenticate_later(request, handler)
+        return proceed(request, handler, result)
+
+    async def authenticate_later(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
             result = await authenticator.authenticate(request)
         except StatusError as err:
-            logger.info("unable to authenticate %s %s: %s", request.method, request.path, err)
-            return status_response(unauthorized())
+            return _refused(request, err)
+        return await proceed(request, handler, result)
+
+    def proceed(
+        request: web.Request, handler: Handler, result: AuthResult | None
+    ) -> Awaitable[web.StreamResponse]:
         if result is None:
-            return status_response(unauthorized())
+            return answered(status_response(unauthorized()))
         if not _audiences_acceptable(accepted, result.audiences):
             logger.info(
                 "unable to match the audience: %s, accepted: %s", list(result.audiences), list(accepted)
             )
-            return status_response(unauthorized())
+            return answered(status_response(unauthorized()))
         request[USER] = result.user
-        return await handler(_without_credentials(request, credential_headers()))
+        return handler(_without_credentials(request, credential_headers()))
 
     return authenticate
+
+
+def _refused(request: web.Request, err: StatusError) -> web.Response:
+    logger.info("unable to authenticate %s %s: %s", request.method, request.path, err)
+    return status_response(unauthorized())
 
 
 def _without_credentials(request: web.Request, names: Sequence[RequestHeaderNames]) -> web.Request:
