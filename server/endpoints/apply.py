@@ -138,7 +138,8 @@ def check_config(
 def typed_patch_error(config: dict[str, Any], problems: list[str]) -> StatusError:
     """structuredMergeManager: `failed to create typed patch object (<ns>/<name>; <gvk>): <errors>`,
     the errors joined as SMD's ValidationErrors are."""
-    meta = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+    found = config.get("metadata")
+    meta: dict[str, Any] = found if isinstance(found, dict) else {}
     group, _, version = str(config.get("apiVersion") or "").rpartition("/")
     gvk = f"{group}/{version}, Kind={config.get('kind') or ''}"
     where = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}; {gvk}"
