@@ -72,11 +72,19 @@ class LeaseElector:
 
     def _renew_loop(self) -> None:
         while not self._stop.wait(self.retry_period):
-            deadline = time.monotonic() + self.renew_deadline
-            while not self.try_acquire_or_renew():
-                if time.monotonic() >= deadline or self._stop.is_set():
-                    logger.warning("%s failed to renew lease %s/%s", self.identity, self.namespace, self.name)
-                    return
+            if not self._renew():
+                logger.warning("%s failed to renew lease %s/%s", self.identity, self.namespace, self.name)
+                return
+
+    def _renew(self) -> bool:
+        """client-go's renew: try at once, then every `retry_period` until `renew_deadline` has passed
+        (a failing API server is asked a few times, not hammered in a loop)."""
+        deadline = time.monotonic() + self.renew_deadline
+        while not self.try_acquire_or_renew():
+            left = deadline - time.monotonic()
+            if left <= 0 or self._stop.wait(min(self.retry_period, left)):
+                return False
+        return True
 
     def try_acquire_or_renew(self) -> bool:
         """One attempt; False when the lease is someone else's or the API could not be reached."""

@@ -18,6 +18,7 @@ from server.endpoints.scope import PATCH_TYPES
 from server.endpoints.watch import OPEN_STREAMS, OpenStreams
 from server.filters import build_chain
 from server.filters.audit import audit_response_prepare
+from server.filters.cache_control import cache_control
 from server.health import HealthCheck, HealthChecks
 from server.metrics import Metrics
 from server.request_state import MIN_REQUEST_TIMEOUT
@@ -52,6 +53,8 @@ def build_app(config: Config) -> web.Application:
     app.on_response_prepare.append(deprecation_warnings)
     # Warnings from admission webhooks, on successes and denials alike.
     app.on_response_prepare.append(admission_warning_headers)
+    # kube's WithCacheControl: `no-cache, private` unless the handler chose (server/filters/cache_control.py).
+    app.on_response_prepare.append(cache_control)
     # Open watches end cleanly as soon as shutdown begins, instead of being cut after a timeout.
     app[OPEN_STREAMS] = OpenStreams()
     app.on_shutdown.append(_end_watches)

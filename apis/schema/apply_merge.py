@@ -69,6 +69,42 @@ def _check_config(value: Any, schema: Mapping[str, Any] | None, path: str) -> An
     return value
 
 
+def undeclared_fields(config: Any, schema: Mapping[str, Any] | None) -> list[str]:
+    """SMD's typing of an applied config (typed.AsTyped → validate): the fields its schema does not
+    declare, as SMD paths (`.spec.bogus`, `.spec.toppings[name="ham"].extra`, `.list[0].x`).
+
+    SMD stops reading a map at its first undeclared field (kube meets the keys in map order; here they
+    are sorted). Untyped nodes (x-kubernetes-preserve-unknown-fields) and map values declare anything.
+    """
+    out: list[str] = []
+    _undeclared(config, schema, "", out)
+    return out
+
+
+def _undeclared(value: Any, schema: Mapping[str, Any] | None, path: str, out: list[str]) -> None:
+    if schema is None or schema.get("x-kubernetes-preserve-unknown-fields"):
+        return
+    if isinstance(value, dict) and schema.get("type") == "object":
+        props: Mapping[str, Any] = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key in sorted(value):
+            if key in props:
+                _undeclared(value[key], props[key], f"{path}.{key}", out)
+            elif extra is True or isinstance(extra, dict):
+                _undeclared(value[key], extra if isinstance(extra, dict) else None, f"{path}.{key}", out)
+            else:
+                out.append(f"{path}.{key}")
+                return
+    elif isinstance(value, list) and schema.get("type") == "array":
+        associative = schema.get("x-kubernetes-list-type") in ("map", "set")
+        for i, item in enumerate(value):
+            element = _item_element(schema, item) if associative else None
+            if associative and element is None:
+                continue  # an item SMD cannot key: the merge reports it
+            where = element_string(element) if element is not None else f"[{i}]"
+            _undeclared(item, schema.get("items"), path + where, out)
+
+
 def _index(
     items: list[Any], schema: Mapping[str, Any], path: str, *, allow_duplicates: bool
 ) -> tuple[list[str], dict[str, Any]]:

@@ -8,7 +8,8 @@ Order of checks, as kube's handler and field manager stack run them:
 2. The body is YAML (so JSON too): 400 `error decoding patch: …`.
 3. Inside the Store's retry loop, per attempt: the config's group/version/kind must be the
    endpoint's (400 `invalid object type: g/v, Kind=K`), `metadata.managedFields` must be absent or
-   null (400), fields the schema does not know are pruned and reported per `fieldValidation`; then
+   null (400), a field the schema does not declare is a 400 whatever `fieldValidation` says (SMD
+   cannot type the config), duplicate YAML keys follow `fieldValidation`; then
    the apply (409 with FieldManagerConflict causes), and a missing object is created (a `uid` in
    the config is then a 409 `uid mismatch`).
 4. The merged object goes the way of every patch: decode (defaults, validation), mutating admission,
@@ -34,6 +35,7 @@ from apis.meta.field import ErrorType, FieldError, Path, required
 from apis.meta.user import ANONYMOUS
 from apis.meta.validation import validate_field_manager
 from apis.runtime.kinds import HubObject
+from apis.schema.apply_merge import undeclared_fields
 from apis.schema.fieldset import FieldSet, field_element
 from apis.schema.prune import prune
 from apis.schema.validate import validate
@@ -112,19 +114,17 @@ def check_config(
     if isinstance(meta, dict) and meta.get("managedFields") is not None:
         raise errors.bad_request("metadata.managedFields must be nil")
     schema = expected.schema
-    unknown = prune(data, schema)
+    # SMD types the config before anything else and refuses what the schema does not declare,
+    # whatever fieldValidation says (kube answers 500 here, kubernetes#139253; 400 is the fix's code).
+    undeclared = undeclared_fields(data, schema)
+    if undeclared:
+        raise typed_patch_error(data, [f"{path}: field not declared in schema" for path in undeclared])
+    prune(data, schema)  # nothing undeclared is left; this only normalises what the schema keeps
     warnings: list[str] = []
     if validation == "Strict" and duplicates:
         raise errors.bad_request(
             "error strict decoding patch: " + ", ".join(f'duplicate field "{d}"' for d in duplicates)
         )
-    if unknown:
-        if validation == "Strict":
-            raise errors.bad_request(
-                "strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown)
-            )
-        if validation == "Warn":
-            warnings += [f'unknown field "{f}"' for f in unknown]
     if validation == "Warn":
         warnings += [f'duplicate field "{d}"' for d in duplicates]
     # SMD types the config against the schema before merging: a wrongly typed value is refused.
@@ -133,6 +133,18 @@ def check_config(
         name = meta.get("name", "") if isinstance(meta, dict) else ""
         raise errors.invalid(expected.group_kind, str(name), type_errors)
     return data, warnings
+
+
+def typed_patch_error(config: dict[str, Any], problems: list[str]) -> StatusError:
+    """structuredMergeManager: `failed to create typed patch object (<ns>/<name>; <gvk>): <errors>`,
+    the errors joined as SMD's ValidationErrors are."""
+    found = config.get("metadata")
+    meta: dict[str, Any] = found if isinstance(found, dict) else {}
+    group, _, version = str(config.get("apiVersion") or "").rpartition("/")
+    gvk = f"{group}/{version}, Kind={config.get('kind') or ''}"
+    where = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}; {gvk}"
+    detail = problems[0] if len(problems) == 1 else "\n".join(["errors:", *(f"  {p}" for p in problems)])
+    return errors.bad_request(f"failed to create typed patch object ({where}): {detail}")
 
 
 def _drop_nulls(value: Any) -> Any:
@@ -178,7 +190,7 @@ async def apply_object(request: web.Request, scope: ResourceScope, info: Request
         except ApplyConflicts as e:
             raise e.status() from None
         except ValueError as e:  # a config SMD cannot type (e.g. two map-list items with one key)
-            raise errors.bad_request(f"failed to create typed patch object ({_gvk(scope)}): {e}") from None
+            raise typed_patch_error(config, [str(e)]) from None
         tracker.entries = result.managed_fields
         merged = _drop_nulls(result.object)
         merged.get("metadata", {}).pop("managedFields", None)
@@ -236,7 +248,3 @@ async def _authorize_create(request: web.Request, scope: ResourceScope, info: Re
     if decision.error:
         raise errors.internal_error(decision.error)
     raise errors.forbidden(scope.resource, info.name, decision.reason)
-
-
-def _gvk(scope: ResourceScope) -> str:
-    return f"{scope.api_version}, Kind={scope.kind.kind}"

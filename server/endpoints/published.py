@@ -18,7 +18,7 @@ from server.endpoints import discovery
 from server.endpoints.dispatch import path_not_found
 from server.endpoints.openapi import encode_document, openapi_v2, openapi_v3_group_version, openapi_v3_index
 from server.endpoints.openapi.gnostic.encode import encode_v2, encode_v3
-from server.endpoints.openapi.serving import ServedDocument, serve
+from server.endpoints.openapi.serving import ServedDocument, serve, serve_index
 from server.responses import JSON
 
 
@@ -99,7 +99,7 @@ async def openapi_v2_document(request: web.Request) -> web.StreamResponse:
 
 
 async def openapi_v3_paths(request: web.Request) -> web.StreamResponse:
-    return await serve(request, request.app[DOCUMENTS].openapi_v3_index, None)
+    return await serve_index(request, request.app[DOCUMENTS].openapi_v3_index)
 
 
 async def openapi_v3_document(request: web.Request) -> web.StreamResponse:
@@ -107,9 +107,5 @@ async def openapi_v3_document(request: web.Request) -> web.StreamResponse:
     document = request.app[DOCUMENTS].openapi_v3.get((group, version))
     if document is None:
         raise path_not_found()
-    wanted = request.query.get("hash", "")
-    if wanted and wanted != document.etag:
-        # A stale hash: kube-openapi redirects to the URL of the document it serves now.
-        location = f"/openapi/v3/apis/{group}/{version}?hash={document.etag}"
-        raise web.HTTPMovedPermanently(location, headers={"Vary": "Accept"})
-    return await serve(request, document, "v3", immutable=bool(wanted))
+    current = f"/openapi/v3/apis/{group}/{version}?hash={document.etag}"
+    return await serve(request, document, "v3", current_url=current)

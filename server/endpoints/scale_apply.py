@@ -17,13 +17,18 @@ from typing import Any
 from aiohttp import web
 
 from apis.autoscaling import v1 as autoscaling
-from apis.meta import errors
 from apis.meta.errors import GroupKind
 from registry.generic.metadata import now_rfc3339
 from registry.generic.scale import declaration, manager_version
 from registry.generic.scale_fields import ScaleFields, ScaleTypes, replicas_paths
 from registry.generic.server_side_apply import ApplyConflicts, ApplyRequest, apply_config
-from server.endpoints.apply import ConfigType, apply_manager, check_config, read_apply_patch
+from server.endpoints.apply import (
+    ConfigType,
+    apply_manager,
+    check_config,
+    read_apply_patch,
+    typed_patch_error,
+)
 from server.endpoints.negotiation import negotiate_output
 from server.endpoints.query import dry_run, field_validation, force
 from server.endpoints.scale import decode_scale, respond, write_scale
@@ -61,7 +66,7 @@ async def apply_scale(request: web.Request, scope: ResourceScope, info: RequestI
         except ApplyConflicts as e:
             raise e.status() from None
         except ValueError as e:  # not reachable with the Scale schema (no keyed lists); kept as apply.py
-            raise errors.bad_request(f"failed to create typed patch object: {e}") from None
+            raise typed_patch_error(config, [str(e)]) from None
         merged = result.object
         merged.setdefault("metadata", {}).pop("managedFields", None)
         scale, _ = decode_scale(merged, info, "Ignore", [])

@@ -109,3 +109,37 @@ async def test_a_stale_write_is_a_conflict(control_plane: ControlPlane) -> None:
     with pytest.raises(ApiException) as exists:
         await asyncio.to_thread(leases.create_namespaced_lease, NAMESPACE, body)
     assert exists.value.status == 409 and "already exists" in str(exists.value.body)
+
+
+async def test_a_leader_that_cannot_renew_stops_leading(control_plane: ControlPlane) -> None:
+    """Someone else took the lease: the leader retries every retry period until its renew deadline,
+    then stops leading (its work is told through `lost`) and does not release a lease not its own."""
+    a = elector(control_plane, "a")
+    leading, lost_seen = threading.Event(), threading.Event()
+
+    def lead(lost: threading.Event) -> None:
+        leading.set()
+        lost.wait()
+        lost_seen.set()
+
+    thread = threading.Thread(target=a.run, args=(lead,), daemon=True)
+    thread.start()
+    try:
+        assert await asyncio.to_thread(leading.wait, WAIT)
+        leases = client.CoordinationV1Api(api_client(control_plane.kubeconfig))
+        taken = await asyncio.to_thread(leases.read_namespaced_lease, "pizza-controller", NAMESPACE)
+        taken.spec.holder_identity = "intruder"
+        taken.spec.lease_duration_seconds = 3600
+        await asyncio.to_thread(leases.replace_namespaced_lease, "pizza-controller", NAMESPACE, taken)
+        reads_before = control_plane.calls["lease-get"]
+        assert await asyncio.to_thread(lost_seen.wait, WAIT)
+        await asyncio.to_thread(thread.join, WAIT)
+        assert not thread.is_alive() and not a.is_leader.is_set()
+        # renew_deadline 2s / retry_period 0.2s: about ten reads, one attempt per period (plus the
+        # renewal that may have been under way), never a tight loop of requests.
+        reads = control_plane.calls["lease-get"] - reads_before
+        assert 1 <= reads <= 2 / 0.2 + 3, reads
+        assert lease(control_plane)["holderIdentity"] == "intruder"
+    finally:
+        a.stop()
+        await asyncio.to_thread(thread.join, WAIT)

@@ -56,8 +56,13 @@ async def test_v2_etag_and_not_acceptable(api) -> None:
 async def test_v3_formats_hash_and_cache_headers(api) -> None:
     index = await api.get("/openapi/v3")
     assert index.status == 200 and index.headers["Etag"]
+    assert index.headers["Cache-Control"] == "no-cache, private"  # kube's WithCacheControl
     again = await api.get("/openapi/v3", headers={"If-None-Match": index.headers["Etag"]})
-    assert again.status == 304
+    assert again.status == 304 and again.raw == b""
+    assert "Last-Modified" not in again.headers and "Content-Type" not in again.headers  # writeNotModified
+    # handler3's HandleDiscovery does not negotiate: JSON whatever the client accepts.
+    xml = await api.get("/openapi/v3", headers={"Accept": "application/xml"})
+    assert xml.status == 200 and xml.headers["Content-Type"] == "application/json" and xml.raw == index.raw
     url = index.body["paths"][f"apis/{GROUP}/v1beta1"]["serverRelativeURL"]
     path = urlsplit(url).path
     [wanted] = parse_qs(urlsplit(url).query)["hash"]
@@ -68,7 +73,10 @@ async def test_v3_formats_hash_and_cache_headers(api) -> None:
     assert r.headers["Cache-Control"] == "public, immutable" and r.headers["Expires"]
     assert r.headers["Vary"] == "Accept"
     plain = await api.get(path)
-    assert "Cache-Control" not in plain.headers and plain.raw == r.raw
+    assert plain.headers["Cache-Control"] == "no-cache, private" and plain.raw == r.raw
+    assert "Expires" not in plain.headers
+    since = await api.get(path, headers={"If-Modified-Since": plain.headers["Last-Modified"]})
+    assert since.status == 304, since
 
     proto = await api.get(url, headers={"Accept": V3_PROTO})
     assert proto.status == 200 and proto.headers["Content-Type"] == V3_PROTO_ANSWER
@@ -82,5 +90,10 @@ async def test_v3_formats_hash_and_cache_headers(api) -> None:
     async with api.session.get(f"{path}?hash=ABC", allow_redirects=False) as stale:
         assert stale.status == 301
         assert stale.headers["Location"] == f"{path}?hash={wanted}"
+        assert stale.headers["Etag"] == f'"{wanted}"' and stale.headers["Vary"] == "Accept"
+        assert "public" not in stale.headers["Cache-Control"]
+    # The format is negotiated before the hash is looked at: 406, not a redirect.
+    r = await api.get(f"{path}?hash=ABC", headers={"Accept": "application/xml"})
+    assert r.status == 406 and r.raw == b""
     r = await api.get(path, headers={"Accept": "application/xml"})
     assert r.status == 406

@@ -147,6 +147,14 @@ async def test_apply_scale_dry_run_and_bad_configs(api: Api) -> None:
     r = await apply_scale(api, wrong, "hpa")
     assert r.status == 400, r
     assert r.body["message"] == f"invalid object type: {GROUP}/v1beta1, Kind=Pizza"
+    # A field the Scale does not declare: SMD cannot type the config, whatever fieldValidation says.
+    bogus = {**scale_config(3), "spec": {"replicas": 3, "paused": True}}
+    r = await apply_scale(api, bogus, "hpa", fieldValidation="Ignore")
+    assert r.status == 400, r
+    assert r.body["message"] == (
+        "failed to create typed patch object (/p; autoscaling/v1, Kind=Scale): "
+        ".spec.paused: field not declared in schema"
+    )
     # fieldManager is required for apply.
     r = await api.patch(scale_path(api), json.dumps(scale_config(3)), APPLY)
     assert r.status == 422, r

@@ -6,8 +6,11 @@ headers (pkg/handler and pkg/handler3).
   current one, `...spec.vN.v1.0+protobuf`); anything else is a 406 with an empty body.
 - The ETag is the upper-case hex sha512 of the JSON (kube's computeETag), for every format; an
   If-None-Match naming it is a 304, as Go's http.ServeContent answers.
-- A v3 document asked for with `?hash=` other than its ETag is a 301 to the current one's URL; with
-  the right hash the answer is `Cache-Control: public, immutable` and expires in a year.
+- A v3 document asked for with `?hash=` other than its ETag is a 301 to the current one's URL (after
+  negotiation: an unacceptable Accept is still a 406); with the right hash the answer is
+  `Cache-Control: public, immutable` and expires in a year. Without it the answer keeps the
+  `no-cache, private` every response gets (server/filters/cache_control.py, kube's WithCacheControl).
+- The /openapi/v3 index is JSON whatever the client accepts, as handler3's HandleDiscovery.
 
 The protobuf form is encoded on first request, once per document (the documents are fixed while the
 server runs), in a worker thread: it takes a few hundred milliseconds of CPU for the whole API, which
@@ -79,48 +82,76 @@ def negotiate(accept: str | None, offered: tuple[tuple[str, str], ...]) -> str |
     return None
 
 
-def offers(version: str | None) -> tuple[tuple[str, str], ...]:
-    """What a document of OpenAPI `version` is offered as: JSON, and the protobuf types if any."""
-    if version is None:
-        return ((JSON, JSON),)
+def offers(version: str) -> tuple[tuple[str, str], ...]:
+    """What a document of OpenAPI `version` is offered as: JSON, and gnostic's protobuf types."""
     current, deprecated = proto_types(version)
     return ((JSON, JSON), (deprecated, current), (current, current))
 
 
-def _not_modified(request: web.Request, etag: str) -> bool:
+def _not_modified(request: web.Request, document: ServedDocument) -> bool:
+    """http.ServeContent's checkPreconditions for a GET: If-None-Match (weak comparison, `*`), and only
+    without it If-Modified-Since (at the second, as Last-Modified is written)."""
     header = request.headers.get("If-None-Match", "")
-    if not header:
-        return False
-    tags = [t.strip().removeprefix("W/") for t in header.split(",")]
-    return "*" in tags or f'"{etag}"' in tags
+    if header:
+        tags = [t.strip().removeprefix("W/") for t in header.split(",")]
+        return "*" in tags or f'"{document.etag}"' in tags
+    since = request.if_modified_since
+    return since is not None and document.last_modified <= since
+
+
+def _not_modified_response(headers: dict[str, str]) -> web.Response:
+    """Go's writeNotModified: no representation headers, and no Last-Modified beside an ETag."""
+    headers.pop("Content-Type", None)
+    headers.pop("Last-Modified", None)
+    return web.Response(status=304, headers=headers)
 
 
 async def serve(
     request: web.Request,
     document: ServedDocument,
-    openapi_version: str | None,
+    openapi_version: str,
     *,
-    immutable: bool = False,
+    current_url: str | None = None,
 ) -> web.StreamResponse:
-    """Answer `document` in the negotiated format (`openapi_version` None: JSON only, no Vary)."""
+    """Answer `document` (OpenAPI `openapi_version`, "v2" or "v3") in the negotiated format.
+
+    `current_url` (a v3 group version: its URL with the current hash) makes the `hash` query count,
+    as handler3's HandleGroupVersion: the format is negotiated first (406 wins), then a hash other
+    than the ETag is a 301 to `current_url`, and the right one makes the answer cacheable for a year.
+    """
     content_type = negotiate(request.headers.get("Accept"), offers(openapi_version))
-    headers: dict[str, str] = {}
-    if openapi_version is not None:
-        headers["Vary"] = "Accept"
+    headers = {"Vary": "Accept"}
     if content_type is None:
         return web.Response(status=406, headers=headers)
     headers["Content-Type"] = content_type
     headers["Etag"] = f'"{document.etag}"'
-    headers["Last-Modified"] = format_datetime(document.last_modified, usegmt=True)
-    if immutable:
+    wanted = request.query.get("hash", "") if current_url is not None else ""
+    if wanted and wanted != document.etag:
+        # http.Redirect: with a Content-Type already set, no body.
+        headers["Location"] = current_url or ""
+        return web.Response(status=301, headers=headers)
+    if wanted:
         headers["Cache-Control"] = "public, immutable"
         expires = datetime.now(UTC) + timedelta(days=365)
         headers["Expires"] = format_datetime(expires, usegmt=True)
-    if _not_modified(request, document.etag):
-        del headers["Content-Type"]
-        return web.Response(status=304, headers=headers)
+    headers["Last-Modified"] = format_datetime(document.last_modified, usegmt=True)
+    if _not_modified(request, document):
+        return _not_modified_response(headers)
     body = document.json if content_type == JSON else await document.protobuf()
     response = web.Response(body=body, headers=headers)
     if openapi_version == "v2":
         response.enable_compression()  # kube wraps /openapi/v2 in a gzip handler
     return response
+
+
+async def serve_index(request: web.Request, document: ServedDocument) -> web.Response:
+    """handler3's HandleDiscovery (/openapi/v3): always JSON whatever the Accept header (no
+    negotiation, no Vary), with its ETag and Go's conditional GET."""
+    headers = {
+        "Content-Type": JSON,
+        "Etag": f'"{document.etag}"',
+        "Last-Modified": format_datetime(document.last_modified, usegmt=True),
+    }
+    if _not_modified(request, document):
+        return _not_modified_response(headers)
+    return web.Response(body=document.json, headers=headers)

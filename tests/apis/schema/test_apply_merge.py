@@ -18,6 +18,7 @@ from apis.schema.apply_merge import (
     merge,
     path_string,
     remove_items,
+    undeclared_fields,
     with_named_fields,
 )
 from apis.schema.fieldset import (
@@ -263,3 +264,31 @@ def test_created_fields_is_what_a_comparison_with_nothing_adds(obj: dict[str, An
     assert created_fields(obj, ASSOCIATIVE) == changes.added
     skipped = FieldSet.of((field_element("list"),))
     assert created_fields(obj, ASSOCIATIVE, frozenset({"list"})) == changes.exclude(skipped).added
+
+
+UNDECLARED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "atomic": {"type": "array", "items": {"type": "object", "properties": {"a": STRING}}},
+        "keyed": ASSOCIATIVE["properties"]["list"],
+        "labels": {"type": "object", "additionalProperties": STRING},
+        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "empty": {"type": "object"},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("config", "undeclared"),
+    [
+        ({"labels": {"any": "x"}, "free": {"any": {"thing": 1}}}, []),
+        ({"atomic": [{"a": "x"}, {"b": "y"}]}, [".atomic[1].b"]),  # atomic lists: by index
+        ({"keyed": [{"key": "a", "id": 1, "zz": 2}]}, ['.keyed[id=1,key="a"].zz']),  # map lists: by keys
+        ({"empty": {"x": 1}}, [".empty.x"]),  # an object that declares nothing takes nothing
+        # SMD stops reading a map at its first undeclared field; other maps are still read.
+        ({"a": 1, "b": 2, "atomic": [{"c": 1}]}, [".a"]),
+        ({"atomic": [{"c": 1}], "zz": 1}, [".atomic[0].c", ".zz"]),
+    ],
+)
+def test_undeclared_fields_as_smd_paths(config: dict[str, Any], undeclared: list[str]) -> None:
+    assert undeclared_fields(config, UNDECLARED_SCHEMA) == undeclared

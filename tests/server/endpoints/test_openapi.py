@@ -390,3 +390,21 @@ def test_scale_subresource_is_documented_as_autoscaling_v1_scale() -> None:
     assert doc["definitions"]["io.k8s.api.autoscaling.v1.ScaleStatus"]["required"] == ["replicas"]
     v3 = openapi_v3_group_version(GROUP, "v1alpha1", patch_types=PATCH_TYPES)
     assert "io.k8s.api.autoscaling.v1.Scale" in v3["components"]["schemas"]
+
+
+@pytest.mark.parametrize(
+    ("version", "extensions"),
+    [
+        ("v1alpha1", {"x-kubernetes-list-type": "atomic"}),
+        ("v1beta1", {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}),
+    ],
+)
+def test_toppings_list_type_is_published_in_v2_and_v3(version: str, extensions: dict[str, Any]) -> None:
+    """Server-side apply clients (kubectl, client-go's apply configurations) merge as the published
+    schema says: v1alpha1's repeated names are one atomic list, v1beta1's toppings a map by name."""
+    name = definition_name(GROUP.group, version, "Pizza")
+    v2 = openapi_v2([GROUP], patch_types=PATCH_TYPES, version_info={})["definitions"][name]
+    v3 = openapi_v3_group_version(GROUP, version, patch_types=PATCH_TYPES)["components"]["schemas"][name]
+    for schema in (v2, v3):
+        toppings = schema["properties"]["spec"]["properties"]["toppings"]
+        assert {k: toppings[k] for k in extensions} == extensions
