@@ -13,7 +13,7 @@ and /metrics merges them all (server/metrics_multiprocess.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -51,6 +51,8 @@ _CONNECT_SUBRESOURCES = frozenset({"log", "exec", "portforward", "attach", "prox
 DURATION_BUCKETS = (
     0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60,
 )  # fmt: skip
+# Requests whose label derivation is remembered (Metrics.observe_request) before starting over.
+LABEL_MEMORY = 4096
 _LABELS = ("verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component")
 
 
@@ -74,7 +76,7 @@ class Observation:
 
 
 class Metrics:
-    __slots__ = ("_children", "_duration", "_exposed", "_registry", "_requests")
+    __slots__ = ("_children", "_duration", "_exposed", "_labels", "_registry", "_requests")
 
     def __init__(self) -> None:
         self._registry = CollectorRegistry()
@@ -99,6 +101,9 @@ class Metrics:
         # and locks on every call (most of observe's ~20 us); a series, once made, never changes.
         # As many entries as the metrics have series, which kube's label rules already bound.
         self._children: dict[tuple[tuple[str, ...], int], tuple[Counter, Histogram]] = {}
+        # What a request's labels are derived from (see `observe_request`) → the labels: requests
+        # repeat, and deriving them is most of the filter's cost. Bounded: keys come from clients.
+        self._labels: dict[tuple[object, ...], tuple[str, ...]] = {}
 
     @property
     def registry(self) -> CollectorRegistry:
@@ -106,15 +111,29 @@ class Metrics:
         return self._registry
 
     def observe(self, seen: Observation) -> None:
-        labels = request_labels(seen)
-        key = (labels, seen.code)
+        self._count(request_labels(seen), seen.code, seen.seconds)
+
+    def observe_request(
+        self, key: tuple[object, ...], seen: Callable[[], Observation], code: int, seconds: float
+    ) -> None:
+        """Like `observe`, for a request whose labels are a function of `key` (method, path and the
+        query and headers they read): `seen` is only called the first time a key is met."""
+        labels = self._labels.get(key)
+        if labels is None:
+            if len(self._labels) >= LABEL_MEMORY:
+                self._labels.clear()
+            labels = self._labels[key] = request_labels(seen())
+        self._count(labels, code, seconds)
+
+    def _count(self, labels: tuple[str, ...], code: int, seconds: float) -> None:
+        key = (labels, code)
         children = self._children.get(key)
         if children is None:
-            children = (self._requests.labels(*labels, str(seen.code)), self._duration.labels(*labels))
+            children = (self._requests.labels(*labels, str(code)), self._duration.labels(*labels))
             self._children[key] = children
         counter, histogram = children
         counter.inc()
-        histogram.observe(seen.seconds)
+        histogram.observe(seconds)
 
     def render(self) -> tuple[bytes, str]:
         """The Prometheus text exposition and its content type, as kube serves /metrics."""

@@ -43,16 +43,28 @@ def _record(recorder: Metrics, request: web.Request, code: int, started: float) 
     seconds = time.monotonic() - started
     match = request.match_info
     resource = match.route.resource
-    recorder.observe(
-        Observation(
+    route = resource.canonical if resource is not None else ""
+    routed = match.http_exception is None
+    method = request.method
+    query = request.query
+    dry_run = tuple(query.getall("dryRun", ())) if "dryRun" in query else ()
+    # Only an apply (a PATCH) is told apart by its content type.
+    content_type = request.headers.get("Content-Type", "") if method == "PATCH" else ""
+    # Everything request_labels reads: request info is a function of method, path and query, and of
+    # the query the labels only depend on `watch`.
+    key = (method, request.path, query.get("watch"), dry_run, content_type, route, routed)
+
+    def seen() -> Observation:
+        return Observation(
             info=request_info_of(request),
-            method=request.method,
-            query=request.query,
-            dry_run=tuple(request.query.getall("dryRun", ())),
-            content_type=request.headers.get("Content-Type", ""),
+            method=method,
+            query=query,
+            dry_run=dry_run,
+            content_type=content_type,
             code=code,
             seconds=seconds,
-            route=resource.canonical if resource is not None else "",
-            routed=match.http_exception is None,
+            route=route,
+            routed=routed,
         )
-    )
+
+    recorder.observe_request(key, seen, code, seconds)

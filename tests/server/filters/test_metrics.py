@@ -113,6 +113,26 @@ async def test_resource_requests_are_labelled_like_kube(client: TestClient, metr
     assert histogram_count(metrics, verb="LIST", resource="pizzas", scope="namespace") == 2
 
 
+async def test_remembered_labels_tell_repeated_requests_apart(client: TestClient, metrics: Metrics) -> None:
+    """Labels are derived once per kind of request: the same path must still be told apart by what
+    the labels read (watch, dryRun, the apply content type), however often and in whatever order."""
+    apply = {**MASTERS, "Content-Type": "application/apply-patch+yaml"}
+    for _ in range(2):
+        await client.get(PIZZAS, headers=MASTERS)
+        await client.get(PIZZAS, params={"watch": "true"}, headers=MASTERS)
+        await client.get(PIZZAS, params={"watch": "false"}, headers=MASTERS)
+        await client.patch(f"{PIZZAS}/hawaii", data="spec: {}", headers=apply)
+        await client.patch(f"{PIZZAS}/hawaii", json={}, headers=MASTERS)
+        await client.patch(f"{PIZZAS}/hawaii", json={}, params={"dryRun": "All"}, headers=MASTERS)
+    assert counts(metrics) == {
+        pizza("LIST", "namespace", "200"): 4,
+        pizza("WATCH", "namespace", "200"): 2,
+        pizza("APPLY", "resource", "200"): 2,
+        pizza("PATCH", "resource", "200"): 2,
+        pizza("PATCH", "resource", "200", dry_run="All"): 2,
+    }
+
+
 async def test_rejections_and_failures_are_counted(client: TestClient, metrics: Metrics) -> None:
     await client.get(PIZZAS)  # no credential
     await client.get(PIZZAS, headers={"X-Test-User": "bob"})  # not allowed
