@@ -40,8 +40,8 @@ def admission_options(kind: str, *, dry_run: bool, field_manager: str = "") -> d
     return options
 
 
-async def admission_warning_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare hook: admission warnings become `Warning: 299 - "..."` headers."""
+def admission_warning_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Part of the response hook (server/app.py): admission warnings become `Warning: 299 - "..."` headers."""
     warnings = request.get(ADMISSION_WARNINGS)
     if not warnings:
         return

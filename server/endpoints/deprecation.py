@@ -4,7 +4,7 @@ k8s.io/apiserver wraps each route of a deprecated version in a handler that reco
 `<group>/<version> <Kind> is deprecated in v1.3+, unavailable in v1.10+` before the handler runs, so
 every answer of that route (objects, lists, watches, errors from the handler) carries it as a `299`
 Warning. Here the routes are one dispatcher, so the warning is added when the response is prepared,
-from the scope the request was dispatched to: register `deprecation_warnings` in the app's
+from the scope the request was dispatched to: call `deprecation_warnings` from the app's
 `on_response_prepare`. Answers the filters give before dispatch (401, 403, 429) do not carry it, as in
 kube, where those filters run before the route's handler.
 """
@@ -32,8 +32,9 @@ def version_warnings(group: str, kind: KindInfo, version: str) -> tuple[str, ...
     return (lifecycle.warning(f"{group}/{version}", kind.kind),)
 
 
-async def deprecation_warnings(request: web.Request, response: web.StreamResponse) -> None:
-    """on_response_prepare hook: the dispatched scope's warnings go first, before the handler's own."""
+def deprecation_warnings(request: web.Request, response: web.StreamResponse) -> None:
+    """Part of the response hook (server/app.py): the dispatched scope's warnings go first, before
+    the handler's own."""
     info = request.get(REQUEST_INFO)
     registry = request.app.get(API_REGISTRY)
     if info is None or registry is None or not info.is_resource_request:

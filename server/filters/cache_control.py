@@ -17,7 +17,7 @@ CACHE_CONTROL = "Cache-Control"
 NO_CACHE = "no-cache, private"
 
 
-async def cache_control(request: web.BaseRequest, response: web.StreamResponse) -> None:
-    """on_response_prepare hook."""
+def cache_control(request: web.BaseRequest, response: web.StreamResponse) -> None:
+    """Part of the response hook (server/app.py)."""
     if CACHE_CONTROL not in response.headers:
         response.headers[CACHE_CONTROL] = NO_CACHE
