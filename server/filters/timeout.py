@@ -54,20 +54,42 @@ def timeout(request_timeout: float, *, long_running: LongRunningCheck = DEFAULT_
             seconds = allotted_timeout(request.query.get("timeout", ""), request_timeout)
         except StatusError as err:
             return status_response(err)
-        deadline = asyncio.timeout(seconds)
+        # asyncio.timeout's work with one timer handle and no coroutines of its own: this runs for
+        # every request. A TimeoutError of the handler's own (a storage client's) is not ours.
+        task = asyncio.current_task()
+        assert task is not None
+        expiry = _Expiry(task)
+        timer = asyncio.get_running_loop().call_later(seconds, expiry)
         try:
-            async with deadline:
-                return await handler(request)
-        except TimeoutError:
-            if not deadline.expired():
-                raise  # the handler's own timeout (e.g. a storage client's): not ours to translate
+            response = await handler(request)
+        except asyncio.CancelledError:
+            if not expiry.fired or task.uncancel() > 0:
+                raise  # cancelled for another reason too (the server stopping)
             if request.writer.output_size > 0:
                 logger.info("timed out %s %s after its response started", request.method, request.path)
-                raise
+                raise TimeoutError from None
             logger.info("timed out %s %s after %ss", request.method, request.path_qs, seconds)
             return status_response(timed_out())
+        finally:
+            timer.cancel()
+        if expiry.fired:
+            task.uncancel()  # the handler swallowed the cancellation: it is not pending any more
+        return response
 
     return limit_time
+
+
+class _Expiry:
+    """The timer's callback: cancels the request's task, and remembers that it did."""
+
+    __slots__ = ("fired", "task")
+
+    def __init__(self, task: asyncio.Task[object]) -> None:
+        self.task, self.fired = task, False
+
+    def __call__(self) -> None:
+        self.fired = True
+        self.task.cancel()
 
 
 def allotted_timeout(requested: str, maximum: float) -> float:
