@@ -120,10 +120,13 @@ class AuthenticatedGroupAdder:
     Users already in `system:authenticated` or `system:unauthenticated` are left alone.
     """
 
-    __slots__ = ("_inner",)
+    __slots__ = ("_inner", "_last")
 
     def __init__(self, inner: Authenticator) -> None:
         self._inner = inner
+        # The last (inner result, result with the group): an authenticator that hands out the same
+        # result object for the same credential (x509) then costs no new user per request.
+        self._last: tuple[AuthResult, AuthResult] | None = None
 
     async def authenticate(self, request: web.Request) -> AuthResult | None:
         return self._with_group(await self._inner.authenticate(request))
@@ -133,17 +136,21 @@ class AuthenticatedGroupAdder:
         result = now(request) if now is not None else WAIT
         return result if result is WAIT else self._with_group(result)
 
-    @staticmethod
-    def _with_group(result: AuthResult | None) -> AuthResult | None:
+    def _with_group(self, result: AuthResult | None) -> AuthResult | None:
         if result is None:
             return None
+        last = self._last
+        if last is not None and last[0] is result:
+            return last[1]
         user = result.user
         if user.name == ANONYMOUS.name:
             return result
         if ALL_AUTHENTICATED in user.groups or ALL_UNAUTHENTICATED in user.groups:
             return result
         with_group = UserInfo(user.name, user.uid, (*user.groups, ALL_AUTHENTICATED), user.extra)
-        return AuthResult(with_group, result.audiences)
+        added = AuthResult(with_group, result.audiences)
+        self._last = (result, added)
+        return added
 
 
 class AnonymousAuthenticator:

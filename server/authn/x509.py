@@ -20,10 +20,11 @@ from server.authn.interface import AuthResult
 from server.serving.connection_buffers import PEER_CERTIFICATE_DER
 
 _NOT_KEPT = object()
+MAX_KEPT_RESULTS = 1024
 
 
 class X509Authenticator:
-    __slots__ = ("_certs", "_client_cas")
+    __slots__ = ("_certs", "_client_cas", "_results")
 
     def __init__(
         self,
@@ -38,6 +39,9 @@ class X509Authenticator:
         """
         self._client_cas = client_cas
         self._certs = certificates if certificates is not None else ClientCertificates()
+        # A certificate's user, made once (the same objects each request: the group adder keeps its
+        # answer for them). Bounded like the certificate cache; verification still runs each time.
+        self._results: dict[bytes, AuthResult | None] = {}
 
     async def authenticate(self, request: web.Request) -> AuthResult | None:
         return self.authenticate_now(request)
@@ -49,11 +53,16 @@ class X509Authenticator:
         # Parsed and signature-checked once per certificate and CA set (cached), then a clock check.
         if self._client_cas is not None and not self._certs.verified(der, self._client_cas()):
             raise unauthorized()
-        common_name, organizations = self._certs.identity(der)
-        if not common_name:
+        results = self._results
+        result = results.get(der, _NOT_KEPT)
+        if result is _NOT_KEPT:
+            common_name, organizations = self._certs.identity(der)
             # kube's CommonNameUserConversion: a certificate without CN identifies nobody.
-            return None
-        return AuthResult(UserInfo(common_name, groups=organizations))
+            result = AuthResult(UserInfo(common_name, groups=organizations)) if common_name else None
+            if len(results) >= MAX_KEPT_RESULTS:
+                results.clear()
+            results[der] = result
+        return cast("AuthResult | None", result)
 
 
 def peer_certificate(request: web.Request) -> bytes | None:
