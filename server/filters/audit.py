@@ -1,11 +1,10 @@
 """Audit filters: kube's WithAuditInit, WithAudit and WithFailedAuthenticationAudit.
 
 `audit_init` is always in the chain (outermost, as in kube): it assigns the Audit-ID — the caller's,
-if it sent one (a front proxy forwarding its own makes both logs share the ID) — and echoes it
-on every response, errors included. Responses a handler streams itself (watch) get the header from
-`audit_response_prepare`, registered as the app's on_response_prepare signal; that hook also emits
-ResponseStarted for long-running requests at the moment their headers go out, as kube does when the
-status code is written.
+if it sent one (a front proxy forwarding its own makes both logs share the ID). Every response,
+errors and streams (watch) included, gets the header from `audit_response_prepare`, run from the
+app's on_response_prepare signal; that hook also emits ResponseStarted for long-running requests at
+the moment their headers go out, as kube does when the status code is written.
 
 `audit` sits after authentication (events name the user) and before impersonation. It evaluates the
 policy, emits RequestReceived, then ResponseComplete — or Panic when the handler blew up. A backend
@@ -63,34 +62,24 @@ class Sink(Protocol):
 
 
 @web.middleware
-async def audit_init(request: web.Request, handler: Handler) -> web.StreamResponse:
-    audit_id = request.headers.get(HEADER_AUDIT_ID) or new_uuid()
-    request[AUDIT_ID] = audit_id
+def audit_init(request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
+    """A plain function (no frame alive while a watch runs): the ID reaches every response, errors
+    included, through `audit_response_prepare`, which runs as any response's headers go out."""
+    request[AUDIT_ID] = request.headers.get(HEADER_AUDIT_ID) or new_uuid()
     request[RECEIVED] = datetime.now(UTC)
-    try:
-        response = await handler(request)
-    except web.HTTPException as exc:
-        _echo_audit_id(exc, audit_id)
-        raise
-    _echo_audit_id(response, audit_id)
-    return response
+    return handler(request)
 
 
 async def audit_response_prepare(request: web.BaseRequest, response: web.StreamResponse) -> None:
-    """on_response_prepare hook: the Audit-ID header on streamed responses, ResponseStarted for watches."""
+    """on_response_prepare hook: the Audit-ID header on every response, ResponseStarted for watches."""
     audit_id = request.get(AUDIT_ID)
     # aiohttp already counts the response as prepared here, but its headers are not written yet.
+    # An aggregated server must not add a second ID next to one already set (kube's WithAuditInit).
     if audit_id is not None and HEADER_AUDIT_ID not in response.headers:
         response.headers[HEADER_AUDIT_ID] = audit_id
     state = request.get(AUDIT)
     if isinstance(state, RequestAudit):
         await state.response_started(response.status)
-
-
-def _echo_audit_id(response: web.StreamResponse, audit_id: str) -> None:
-    # An aggregated server must not add a second ID next to one already set (kube's WithAuditInit).
-    if not response.prepared and HEADER_AUDIT_ID not in response.headers:
-        response.headers[HEADER_AUDIT_ID] = audit_id
 
 
 class RequestAudit:
