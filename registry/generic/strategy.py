@@ -83,6 +83,7 @@ class SpecStatusStrategy:
     has_status: bool = True
     allow_create_on_update: bool = False
     allow_unconditional_update: bool = False
+    # The status a created object starts with (None: its status type, empty).
     empty_status: Callable[[], Any] | None = None
     validate_name: NameFn = name_is_dns_subdomain
 
@@ -91,8 +92,11 @@ class SpecStatusStrategy:
         return ("status",) if self.has_status else ()
 
     def prepare_for_create(self, obj: Any) -> None:
-        if self.has_status and self.empty_status is not None:
-            obj.status = self.empty_status()
+        # apiextensions drops a status sent on create. Without `empty_status` the kind's own status
+        # type, empty, is the reset value: a group declares nothing more for it.
+        status = status_of(obj)
+        if self.has_status and status is not None:
+            obj.status = self.empty_status() if self.empty_status is not None else type(status)()
         obj.metadata["generation"] = 1
 
     def prepare_for_update(self, obj: Any, old: Any) -> None:
