@@ -169,7 +169,7 @@ async def start_admission(
                 informers.informer(SERVICES_PATH), informers.informer(ENDPOINT_SLICES_PATH)
             )
         admission.clients = ClientManager(credentials, resolver)
-        matcher = Matcher(namespaces, client, conditions or CelConditions(authorizer))
+        matcher = Matcher(namespaces, client, conditions or CelConditions(authorizer), admission.metrics)
         for enabled, path, mutating in (
             (webhooks[0], MUTATING_PATH, True),
             (webhooks[1], VALIDATING_PATH, False),
