@@ -32,7 +32,7 @@ PACKAGES = ("apis", "registry", "server", "storage")
 ENTRY_POINT = f'"{GROUP}" = "registry.gizmo.install:install"'
 
 # The whole group, as a fork writes it: one kind with a spec (a default and a minimum), a status
-# served through /status, a short name and a printer column.
+# served through /status, a short name, a printer column and a validating admission plugin.
 GROUP_FILES = {
     "apis/gizmo/__init__.py": '"""gizmo.example.com: the third group."""\n',
     "apis/gizmo/install.py": '''"""Gizmo, declared once: its v1 schema is the hub's shape."""
@@ -64,13 +64,32 @@ GIZMO_KIND, Gizmo = declare_kind(
 GROUP = GroupInfo("gizmo.example.com", versions=("v1",), kinds=(GIZMO_KIND,))
 ''',
     "registry/gizmo/__init__.py": '"""The gizmo.example.com registry."""\n',
-    "registry/gizmo/install.py": '''"""Installs gizmo.example.com: users own spec, /status the status."""
+    "registry/gizmo/admission.py": '''"""GizmoColor, the group's own validating plugin: no gizmo is black."""
+
+from dataclasses import dataclass
+
+from registry.generic.admission import Attributes, Operation, deny
+
+
+@dataclass(frozen=True)
+class GizmoColor:
+    name: str = "GizmoColor"
+
+    def handles(self, operation: Operation) -> bool:
+        return operation in (Operation.CREATE, Operation.UPDATE)
+
+    async def validate(self, attrs: Attributes) -> None:
+        if attrs.kind == "Gizmo" and attrs.object.spec.color == "black":
+            raise deny(attrs, "gizmos are never black")
+''',
+    "registry/gizmo/install.py": '''"""Installs gizmo.example.com: a Store, /status, GizmoColor."""
 
 from apis.gizmo.install import GIZMO_KIND, GROUP
 from apis.runtime.codec import Codec
 from registry.generic.installation import GroupInstallation
 from registry.generic.store import Store
 from registry.generic.strategy import SpecStatusStrategy, StatusStrategy
+from registry.gizmo.admission import GizmoColor
 from storage.interface import Interface
 
 STRATEGY = SpecStatusStrategy(namespaced=True)
@@ -82,6 +101,7 @@ def install(storage: Interface) -> GroupInstallation:
         group=GROUP,
         stores={GIZMO_KIND.resource: gizmos},
         subresources={GIZMO_KIND.resource: {"status": StatusStrategy(main=STRATEGY)}},
+        validating=(GizmoColor(),),
     )
 ''',
 }
@@ -143,8 +163,12 @@ def fork(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(fork: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     site = tmp_path_factory.mktemp("site")
     write_distribution_metadata(fork, site)
+    # Naming the group's plugin in a flag proves the server knows it (an unknown name fails the start).
     proc = start_server_process(
-        tmp_path_factory.mktemp("third-group") / "data", cwd=fork, env={"PYTHONPATH": str(site)}
+        tmp_path_factory.mktemp("third-group") / "data",
+        "--enable-admission-plugins=GizmoColor",
+        cwd=fork,
+        env={"PYTHONPATH": str(site)},
     )
     try:
         yield proc
@@ -196,6 +220,18 @@ def test_schema_validation_is_the_declared_one(server: ServerProcess) -> None:
     assert "spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1" in (
         result.stderr
     )
+
+
+def test_the_groups_admission_plugin_runs(server: ServerProcess) -> None:
+    manifest = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "Gizmo",
+        "metadata": {"name": "g-black"},
+        "spec": {"color": "black"},
+    }
+    result = server.kubectl("create", "-f", "-", input=json.dumps(manifest), check=False)
+    assert result.returncode != 0
+    assert f'gizmos.{GROUP} "g-black" is forbidden: gizmos are never black' in result.stderr
 
 
 def test_get_prints_the_declared_column(server: ServerProcess) -> None:
