@@ -8,7 +8,6 @@ A FlagGroup in the FLAG_GROUPS pattern of server/options.py: field names are the
 from __future__ import annotations
 
 import argparse
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,8 +99,3 @@ class GenericOptions:
         if self.shutdown_delay_duration < 0:
             problems.append("--shutdown-delay-duration can not be negative value")
         return problems
-
-    def random_watch_timeout(self, rng: random.Random | None = None) -> float:
-        """A watch's server-side timeout: uniform in [min, 2*min) seconds, spreading reconnects like kube."""
-        draw = (rng or random.Random()).random()
-        return self.min_request_timeout * (1.0 + draw)

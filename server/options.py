@@ -116,7 +116,7 @@ def options_from(values: dict[str, Any]) -> Options:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pizza-apiserver",
-        description="An aggregated API server for restaurant.programming-kubernetes.info.",
+        description="An aggregated API server for the API groups installed with it (see --api-groups).",
         allow_abbrev=False,  # kube flags are never abbreviated; --etcd must not mean --etcd-servers
         epilog="Other command: pizza-apiserver migrate-storage --help (rewrite stored objects in the "
         "storage version).",

@@ -99,9 +99,6 @@ class FieldSelector:
         return ",".join(str(t) for t in self.terms)
 
 
-EVERYTHING = FieldSelector()
-
-
 def _split_terms(text: str) -> list[str]:
     """Split on commas that are not escaped; the backslashes stay for unescape_value."""
     if not text:

@@ -158,7 +158,6 @@ class LabelSelector:
         return ",".join(str(r) for r in self.requirements)
 
 
-EVERYTHING = LabelSelector()
 NOTHING = LabelSelector(nothing=True)
 
 

@@ -7,6 +7,7 @@ resources in registry/<group>/ and must not import the server. server/admission 
 from __future__ import annotations
 
 import enum
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -14,6 +15,7 @@ from apis.meta import errors
 from apis.meta.errors import GroupResource, StatusError
 from apis.meta.user import UserInfo
 from apis.runtime.codec import Codec
+from apis.runtime.kinds import HubObject
 
 
 class Operation(enum.StrEnum):
@@ -81,3 +83,8 @@ class ValidatingPlugin(Protocol):
     async def validate(self, attrs: Attributes) -> None:
         """Raises StatusError to deny; never changes the object."""
         ...
+
+
+# Validating admission as the Store runs it inside a write, called with (new, old); raises
+# StatusError to deny. The server builds it from the chain for each request.
+ValidateObject = Callable[[HubObject, HubObject | None], Awaitable[None]]

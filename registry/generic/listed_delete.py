@@ -23,16 +23,36 @@ The answer is unaffected: the deletecollection answer is the list as read, in ku
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from apis.meta.errors import GroupResource
+from apis.runtime.codec import Codec
+from apis.runtime.kinds import HubObject
+from registry.generic.admission import ValidateObject
+from registry.generic.cache.stored import StoredObject
 from registry.generic.deletion import check_storage_preconditions, finalizers_for, preconditions_hold
 from registry.generic.options import DeleteOptions
 from registry.generic.storage_errors import interpret
 from storage import interface as st
 
-if TYPE_CHECKING:
-    from registry.generic.cache.stored import StoredObject
-    from registry.generic.store import Store, ValidateObject
+
+class DeletingStore(Protocol):
+    """What deleting a listed item needs of its Store: the full delete to fall back on, the storage,
+    the codec and the resource for errors. A Protocol, so this module does not import the Store that
+    calls it (store → listed_delete, never back)."""
+
+    @property
+    def storage(self) -> st.Interface: ...
+
+    @property
+    def codec(self) -> Codec: ...
+
+    @property
+    def resource(self) -> GroupResource: ...
+
+    async def delete(
+        self, namespace: str, name: str, options: DeleteOptions, *, validate: ValidateObject = ...
+    ) -> tuple[HubObject, bool]: ...
 
 
 class _Stale(Exception):
@@ -40,7 +60,7 @@ class _Stale(Exception):
 
 
 async def delete_listed(
-    store: Store, item: StoredObject, options: DeleteOptions, validate: ValidateObject
+    store: DeletingStore, item: StoredObject, options: DeleteOptions, validate: ValidateObject
 ) -> None:
     """Delete `item` as kube's ``Store.Delete`` would; errors are the API errors it raises."""
     namespace, name = item.namespace or "", item.name

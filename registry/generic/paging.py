@@ -7,17 +7,29 @@ storage reads to fill; the continue token always points just past the last key *
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from apis.meta import errors
 from apis.meta.fields import single_name
-from registry.generic.options import ListOptions, ObjectList
+from apis.runtime.kinds import HubObject
+from registry.generic.options import ListOptions, ObjectList, WatchOptions
 from registry.generic.storage_errors import parse_resource_version
 from storage import interface as st
 from storage.continuation import InvalidContinue, decode_continue, encode_continue
 
-if TYPE_CHECKING:
-    from registry.generic.store import Store
+
+class ListSource(Protocol):
+    """What listing storage needs of a resource's Store: its storage, how a stored object decodes, and
+    which objects a selector matches. A Protocol, so this module does not import the Store that calls
+    it (store → paging, never back)."""
+
+    @property
+    def storage(self) -> st.Interface: ...
+
+    def decode(self, kv: st.KeyValue) -> HubObject: ...
+
+    def matches(self, obj: HubObject, options: ListOptions | WatchOptions) -> bool: ...
+
 
 # kube grows the storage page when a selector filters most items out, up to this many keys a read.
 MAX_READ = 10_000
@@ -47,7 +59,7 @@ class ExpiredContinue(errors.StatusError):
         return body
 
 
-async def _start(store: Store, prefix: str, options: ListOptions) -> tuple[str, int]:
+async def _start(store: ListSource, prefix: str, options: ListOptions) -> tuple[str, int]:
     """Where to start reading and at which revision (0 = newest)."""
     if options.continue_token:
         try:
@@ -70,7 +82,7 @@ async def _start(store: Store, prefix: str, options: ListOptions) -> tuple[str, 
 
 
 async def list_from_storage(
-    store: Store, prefix: str, options: ListOptions, *, all_namespaces: bool
+    store: ListSource, prefix: str, options: ListOptions, *, all_namespaces: bool
 ) -> ObjectList:
     """`all_namespaces`: a namespaced resource listed across namespaces, where a name alone names no key."""
     predicate = options.predicate
@@ -87,7 +99,7 @@ async def list_from_storage(
 
 
 async def _read_pages(
-    store: Store, prefix: str, options: ListOptions, start: str, revision: int
+    store: ListSource, prefix: str, options: ListOptions, start: str, revision: int
 ) -> ObjectList:
     predicate = options.predicate
     limit = options.limit
@@ -97,7 +109,7 @@ async def _read_pages(
         page = await store.storage.list(prefix, revision=revision, start_key=start, limit=read)
         revision = page.revision
         for i, kv in enumerate(page.items):
-            obj = store._decode(kv)
+            obj = store.decode(kv)
             if store.matches(obj, options):
                 items.append(obj)
             if limit and len(items) == limit:
@@ -114,7 +126,7 @@ async def _read_pages(
 
 
 async def _list_single(
-    store: Store, prefix: str, name: str, options: ListOptions, revision: int
+    store: ListSource, prefix: str, name: str, options: ListOptions, revision: int
 ) -> ObjectList:
     """fieldSelector=metadata.name=<x> (what `kubectl delete --wait` sends) reads one key, as kube's
     GetToList does: one storage read, so the list's resourceVersion is the revision the object was
@@ -123,7 +135,7 @@ async def _list_single(
     page = await store.storage.list(prefix, revision=revision, start_key=key, limit=1)
     items = []
     if page.items and page.items[0].key == key:
-        obj = store._decode(page.items[0])
+        obj = store.decode(page.items[0])
         if store.matches(obj, options):
             items.append(obj)
     return ObjectList(items, str(page.revision))

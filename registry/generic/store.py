@@ -21,6 +21,7 @@ from apis.runtime.kinds import HubObject
 from apis.runtime.scale import validate_scale_spec, validate_scale_status
 from apis.schema.ratchet import ratchet
 from registry.generic import metadata, paging
+from registry.generic.admission import ValidateObject
 from registry.generic.cache.feed import Unserved
 from registry.generic.cache.resource_cache import ResourceCache
 from registry.generic.cache.stored import StoredObject
@@ -42,8 +43,6 @@ from registry.generic.strategy import Strategy
 from registry.generic.watch import watch_storage
 from storage import interface as st
 
-# Validating admission, called with (new, old); raises StatusError to deny.
-ValidateObject = Callable[[HubObject, HubObject | None], Awaitable[None]]
 # The versioned object's schema/rule errors for (new, old): reported in the same 422 as the rest.
 FieldErrors = list[FieldError]  # named here: inside Store, `list` is the method
 CheckObject = Callable[[HubObject, HubObject | None], FieldErrors]
@@ -102,7 +101,8 @@ class Store:
     def _all_namespaces(self, namespace: str) -> bool:
         return self.strategy.namespaced and not namespace
 
-    def _decode(self, kv: st.KeyValue) -> HubObject:
+    def decode(self, kv: st.KeyValue) -> HubObject:
+        """A stored object as a hub, its resourceVersion the revision it was written at."""
         return self.codec.decode(kv.value, kv.mod_revision)
 
     def _with_rv(self, obj: HubObject, revision: int) -> HubObject:
@@ -134,7 +134,7 @@ class Store:
             kv = await self.storage.get(key)
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
-        return self.stored(self._decode(kv), key)
+        return self.stored(self.decode(kv), key)
 
     async def get(self, namespace: str, name: str, *, resource_version: str = "") -> HubObject:
         """The hub object, the caller's to change."""
@@ -285,7 +285,7 @@ class Store:
         else:
             error = errors.already_exists(self.resource, name)
         try:
-            existing = self._decode(await self.storage.get(key))
+            existing = self.decode(await self.storage.get(key))
         except st.StorageError:
             return error
         if existing.metadata.get("deletionTimestamp"):
@@ -316,7 +316,7 @@ class Store:
 
         async def attempt(kv: st.KeyValue | None) -> bytes:
             nonlocal created
-            old = self._decode(kv) if kv is not None else None
+            old = self.decode(kv) if kv is not None else None
             if old is None:
                 if not (strategy.allow_create_on_update or force_allow_create):
                     raise errors.not_found(self.resource, name)
@@ -363,7 +363,7 @@ class Store:
             return await self._finish_deletion(key, emptied.obj, dry_run=dry_run), False
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
-        return self._decode(kv), created
+        return self.decode(kv), created
 
     def _ratchet(self, errs: FieldErrors, obj: HubObject, old: HubObject) -> FieldErrors:
         """Validation ratcheting (KEP-4008) for the strategy's errors too: they repeat schema bounds on
@@ -443,7 +443,7 @@ class Store:
             kv = await self.storage.get(key)
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
-        current = self._decode(kv)
+        current = self.decode(kv)
         self._check_delete_preconditions(current, options)
         changed, _ = finalizers_for(current.metadata, options)
         if current.metadata.get("finalizers") or changed:
@@ -492,7 +492,7 @@ class Store:
 
         async def check(kv: st.KeyValue) -> None:
             same = read is not None and read[0].mod_revision == kv.mod_revision and read[0].value == kv.value
-            obj = read[1] if same and read is not None else self._decode(kv)
+            obj = read[1] if same and read is not None else self.decode(kv)
             checked[:] = [(kv.value, obj)]
             self._check_storage_preconditions(obj, options)
             await validate(obj, obj)
@@ -507,9 +507,9 @@ class Store:
             raise interpret(e, self.resource, name) from e
         if checked and checked[0][0] == kv.value:
             # The object checked is the one deleted (ours alone, decoded for this request): answer
-            # with it, stamped with the delete's revision as _decode would.
+            # with it, stamped with the delete's revision as decode would.
             return self._with_rv(checked[0][1], kv.mod_revision)
-        return self._decode(kv)
+        return self.decode(kv)
 
     async def _mark_deleting(
         self, key: str, name: str, options: DeleteOptions, validate: ValidateObject
@@ -520,7 +520,7 @@ class Store:
 
         async def mark(kv: st.KeyValue | None) -> bytes:
             assert kv is not None
-            obj = self._decode(kv)
+            obj = self.decode(kv)
             self._check_storage_preconditions(obj, options)
             await validate(obj, obj)
             self._check_delete_preconditions(obj, options)
@@ -541,7 +541,7 @@ class Store:
             return None
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
-        return self._decode(kv)
+        return self.decode(kv)
 
     async def _finish_deletion(self, key: str, obj: HubObject, *, dry_run: bool = False) -> HubObject:
         """kube's deleteWithoutFinalizers: the update that empties the finalizers of a deleting object
@@ -551,7 +551,7 @@ class Store:
         uid = obj.metadata.get("uid")
 
         async def same_object(kv: st.KeyValue) -> None:
-            self._check_storage_preconditions(self._decode(kv), DeleteOptions(uid=uid))
+            self._check_storage_preconditions(self.decode(kv), DeleteOptions(uid=uid))
 
         if dry_run:
             return obj

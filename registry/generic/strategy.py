@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from apis.meta.field import FieldError
 from apis.meta.names import NameFn, name_is_dns_subdomain, name_is_path_segment
-from apis.runtime.kinds import HubObject, spec_of, status_of
+from apis.runtime.kinds import HubObject, set_spec, set_status, spec_of, status_of
 
 Validator = Callable[[Any], list[FieldError]]
 UpdateValidator = Callable[[Any, Any], list[FieldError]]
@@ -83,6 +83,7 @@ class SpecStatusStrategy:
     has_status: bool = True
     allow_create_on_update: bool = False
     allow_unconditional_update: bool = False
+    # The status a created object starts with (None: its status type, empty).
     empty_status: Callable[[], Any] | None = None
     validate_name: NameFn = name_is_dns_subdomain
 
@@ -90,29 +91,33 @@ class SpecStatusStrategy:
     def reset_fields(self) -> tuple[str, ...]:
         return ("status",) if self.has_status else ()
 
-    def prepare_for_create(self, obj: Any) -> None:
-        if self.has_status and self.empty_status is not None:
-            obj.status = self.empty_status()
+    def prepare_for_create(self, obj: HubObject) -> None:
+        # apiextensions drops a status sent on create. Without `empty_status` the kind's own status
+        # type, empty, is the reset value: a group declares nothing more for it.
+        status = status_of(obj)
+        if self.has_status and status is not None:
+            set_status(obj, self.empty_status() if self.empty_status is not None else type(status)())
         obj.metadata["generation"] = 1
 
-    def prepare_for_update(self, obj: Any, old: Any) -> None:
-        if self.has_status and status_of(old) is not None:
-            obj.status = copy.deepcopy(old.status)
+    def prepare_for_update(self, obj: HubObject, old: HubObject) -> None:
+        old_status = status_of(old)
+        if self.has_status and old_status is not None:
+            set_status(obj, copy.deepcopy(old_status))
         generation = int(old.metadata.get("generation") or 0)
         # A kind without spec compares None with None: its generation stays, as for a metadata change.
         changed = spec_of(obj) != spec_of(old)
         obj.metadata["generation"] = generation + 1 if changed else max(generation, 1)
 
-    def validate(self, obj: Any) -> list[FieldError]:
+    def validate(self, obj: HubObject) -> list[FieldError]:
         return self.validate_fn(obj)
 
-    def validate_update(self, obj: Any, old: Any) -> list[FieldError]:
+    def validate_update(self, obj: HubObject, old: HubObject) -> list[FieldError]:
         return self.validate_update_fn(obj, old)
 
-    def canonicalize(self, obj: Any) -> None:
+    def canonicalize(self, obj: HubObject) -> None:
         return None
 
-    def field_attributes(self, obj: Any) -> dict[str, str]:
+    def field_attributes(self, obj: HubObject) -> dict[str, str]:
         return self.extra_fields(obj)
 
 
@@ -137,24 +142,25 @@ class StatusStrategy:
     # apiextensions' statusStrategy.GetResetFields.
     reset_fields: tuple[str, ...] = ("metadata", "spec")
 
-    def prepare_for_create(self, obj: Any) -> None:
+    def prepare_for_create(self, obj: HubObject) -> None:
         return None
 
-    def prepare_for_update(self, obj: Any, old: Any) -> None:
-        if spec_of(old) is not None:
-            obj.spec = copy.deepcopy(old.spec)
+    def prepare_for_update(self, obj: HubObject, old: HubObject) -> None:
+        old_spec = spec_of(old)
+        if old_spec is not None:
+            set_spec(obj, copy.deepcopy(old_spec))
         rv = obj.metadata.get("resourceVersion")
         obj.metadata = copy.deepcopy(old.metadata)
         if rv is not None:
             obj.metadata["resourceVersion"] = rv
 
-    def validate(self, obj: Any) -> list[FieldError]:
+    def validate(self, obj: HubObject) -> list[FieldError]:
         return []
 
-    def validate_update(self, obj: Any, old: Any) -> list[FieldError]:
+    def validate_update(self, obj: HubObject, old: HubObject) -> list[FieldError]:
         return self.validate_status_fn(obj, old)
 
-    def canonicalize(self, obj: Any) -> None:
+    def canonicalize(self, obj: HubObject) -> None:
         return None
 
     @property
@@ -165,7 +171,7 @@ class StatusStrategy:
     def validate_name(self) -> NameFn:
         return self.main.validate_name
 
-    def field_attributes(self, obj: Any) -> dict[str, str]:
+    def field_attributes(self, obj: HubObject) -> dict[str, str]:
         return self.main.field_attributes(obj)
 
 

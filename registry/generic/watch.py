@@ -11,18 +11,33 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from apis.meta import errors
-from apis.meta.errors import StatusError
+from apis.meta.errors import GroupResource, StatusError
+from apis.runtime.codec import Codec
+from apis.runtime.kinds import HubObject
 from registry.generic import paging
+from registry.generic.cache.stored import StoredObject
 from registry.generic.cache.watchers import QUEUE_CAPACITY, STOPPED, CacheWatcher, OpenWatch
 from registry.generic.options import ListOptions, WatchEvent, WatchOptions
 from registry.generic.storage_errors import interpret, parse_resource_version
 from storage import interface as st
 
-if TYPE_CHECKING:
-    from registry.generic.store import Store
+
+class WatchSource(paging.ListSource, Protocol):
+    """What a watch read through to storage needs of a resource's Store beyond listing: the codec for
+    events' values, the served form of an object, and the resource for errors (store → watch, never
+    back)."""
+
+    @property
+    def codec(self) -> Codec: ...
+
+    @property
+    def resource(self) -> GroupResource: ...
+
+    def stored(self, hub: HubObject, key: str = "") -> StoredObject: ...
+
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +54,7 @@ def _wants_initial_events(options: WatchOptions, rv: int) -> bool:
 
 
 async def storage_watch_events(
-    store: Store, prefix: str, options: WatchOptions, *, all_namespaces: bool
+    store: WatchSource, prefix: str, options: WatchOptions, *, all_namespaces: bool
 ) -> AsyncGenerator[WatchEvent, None]:
     rv = parse_resource_version(options.resource_version)
     if _wants_initial_events(options, rv):
@@ -73,7 +88,7 @@ async def storage_watch_events(
         await events.aclose()
 
 
-def _translate(store: Store, event: st.Event, options: WatchOptions) -> WatchEvent | None:
+def _translate(store: WatchSource, event: st.Event, options: WatchOptions) -> WatchEvent | None:
     current: Any = store.codec.decode(event.value, event.revision)
     if event.type is st.EventType.DELETED:
         # `value` is the last state; decoded at the delete's revision, so a client can resume there.
@@ -92,7 +107,9 @@ def _translate(store: Store, event: st.Event, options: WatchOptions) -> WatchEve
     return None
 
 
-def watch_storage(store: Store, prefix: str, options: WatchOptions, *, all_namespaces: bool) -> OpenWatch:
+def watch_storage(
+    store: WatchSource, prefix: str, options: WatchOptions, *, all_namespaces: bool
+) -> OpenWatch:
     """A watch read through to storage (no cache, or the cache cannot serve it): a task pumps the
     translated storage events into the same kind of watcher queue the cache fills, so the HTTP layer
     streams both the same way."""

@@ -119,3 +119,13 @@ class AdmissionMetrics:
 
     def observe_fail_open(self, name: str, kind: str) -> None:
         self.fail_open.labels(name, kind).inc()
+
+    def observe_match_condition_errors(self, name: str, kind: str, operation: str, count: int) -> None:
+        """kube's ObserveMatchConditionEvalError, once per condition that failed to evaluate; `kind`
+        is the hook's type (admit/validating), the metric's `kind` label what holds the conditions."""
+        if count:
+            self.condition_errors.labels(name, "webhook", kind, operation).inc(count)
+
+    def observe_match_condition_exclusion(self, name: str, kind: str, operation: str) -> None:
+        """kube's ObserveMatchConditionExclusion: a hook not called because of its matchConditions."""
+        self.condition_exclusions.labels(name, "webhook", kind, operation).inc()

@@ -42,7 +42,7 @@ from server.admission.webhook.service_resolver import (
 )
 from server.authz.interface import Authorizer
 from server.cluster.connections import ClusterConnections
-from server.cluster.informer import SharedInformers
+from server.cluster.informer import Informer, SharedInformers
 from server.health import HealthCheck
 
 logger = logging.getLogger(__name__)
@@ -169,7 +169,7 @@ async def start_admission(
                 informers.informer(SERVICES_PATH), informers.informer(ENDPOINT_SLICES_PATH)
             )
         admission.clients = ClientManager(credentials, resolver)
-        matcher = Matcher(namespaces, client, conditions or CelConditions(authorizer))
+        matcher = Matcher(namespaces, client, conditions or CelConditions(authorizer), admission.metrics)
         for enabled, path, mutating in (
             (webhooks[0], MUTATING_PATH, True),
             (webhooks[1], VALIDATING_PATH, False),
@@ -179,7 +179,11 @@ async def start_admission(
             source = HookSource(informers.informer(path), mutating)
             configs = informers.informer(path)
 
-            async def ready(timeout: float, configs=configs, resolver=resolver) -> bool:
+            async def ready(
+                timeout: float,
+                configs: Informer = configs,
+                resolver: EndpointServiceResolver | None = resolver,
+            ) -> bool:
                 return (
                     await namespaces.wait_synced(timeout)
                     and await configs.wait_synced(timeout)

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from apis.meta.errors import success_status
 from apis.meta.user import ANONYMOUS
-from registry.generic.admission import Operation
+from registry.generic.admission import Operation, ValidateObject
 from server.admission.sinks import admission_options, request_sinks
 from server.endpoints import body as bodies
 from server.endpoints.negotiation import JSON, negotiate_output
@@ -28,7 +28,7 @@ async def _options_body(request: web.Request) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _validator(scope: ResourceScope, request: web.Request, info: RequestInfo, dry: bool):
+def _validator(scope: ResourceScope, request: web.Request, info: RequestInfo, dry: bool) -> ValidateObject:
     """kube's AdmissionToValidateObjectDeleteFunc: mutating plugins (which may not change anything on a
     DELETE) and then validating plugins, against the object actually being deleted."""
     user = request.get(USER, ANONYMOUS)

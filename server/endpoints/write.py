@@ -18,7 +18,7 @@ from aiohttp import web
 from apis.meta import errors
 from apis.meta.user import ANONYMOUS
 from apis.runtime.kinds import HubObject
-from registry.generic.admission import Attributes, Operation
+from registry.generic.admission import Attributes, Operation, ValidateObject
 from server.admission.sinks import admission_options, request_sinks
 from server.endpoints import body as bodies
 from server.endpoints.decode import Decoded, decode_write
@@ -67,7 +67,7 @@ async def _admit(scope: ResourceScope, attrs: Attributes) -> HubObject:
 
 def _validator(
     scope: ResourceScope, request: web.Request, info: RequestInfo, *, dry: bool, options_kind: str
-):
+) -> ValidateObject:
     user = request.get(USER, ANONYMOUS)
     sinks = request_sinks(request)
 

@@ -80,6 +80,32 @@ def test_label_a_kind_without_spec(server_process: ServerProcess) -> None:
     assert names == [f"fischer.{WARDLE}/strict-fischer"]
 
 
+def test_server_side_apply_a_kind_without_spec(server_process: ServerProcess) -> None:
+    manifest = f"""
+apiVersion: {WARDLE}/v1alpha1
+kind: Fischer
+metadata: {{name: applied-fischer}}
+disallowedFlunders: [a]
+"""
+    out = server_process.kubectl("apply", "--server-side", "-f", "-", input=manifest).stdout
+    assert out.strip() == f"fischer.{WARDLE}/applied-fischer serverside-applied"
+    other = manifest.replace("[a]", "[a, b]")
+    result = server_process.kubectl(
+        "apply", "--server-side", "--field-manager=other", "-f", "-", input=other, check=False
+    )
+    assert result.returncode != 0
+    assert 'conflict with "kubectl": .disallowedFlunders' in result.stderr
+    server_process.kubectl(
+        "apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", "-", input=other
+    )
+    out = server_process.kubectl(
+        "get", "fischer", "applied-fischer", "-o", "json", "--show-managed-fields"
+    ).stdout
+    fischer = json.loads(out)
+    assert fischer["disallowedFlunders"] == ["a", "b"]
+    assert {e["manager"] for e in fischer["metadata"]["managedFields"]} == {"other"}
+
+
 def test_explain_flunder(server_process: ServerProcess) -> None:
     out = server_process.kubectl("explain", "flunder.spec").stdout
     assert "fischerReference" in out and f"GROUP:      {WARDLE}" in out

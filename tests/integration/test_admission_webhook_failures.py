@@ -259,6 +259,46 @@ async def test_match_conditions_decide_with_cel(control_plane: ControlPlane, tmp
     assert len(webhook.reviews) == calls, "a hook whose condition failed was called"
 
 
+async def test_match_condition_metrics(control_plane: ControlPlane, tmp_path: Path) -> None:
+    """kube's apiserver_admission_match_condition_{evaluation_errors,exclusions}_total: errors counted
+    up to the first false condition, and an exclusion for every hook its conditions skip."""
+    false, broken = (
+        {"name": "never", "expression": "object.metadata.name == 'never'"},
+        {"name": "no-such", "expression": "object.spec.missing == 1"},
+    )
+    async with running_webhook(tmp_path / "hook") as webhook:
+        config = webhook.client_config()
+        control_plane.objects.validating.put(
+            configuration(
+                "v",
+                hook("false-first.example.com", config, matchConditions=[false, broken]),
+                hook("ignored.example.com", config, matchConditions=[broken], failurePolicy="Ignore"),
+            )
+        )
+        control_plane.objects.mutating.put(
+            configuration("m", hook("error-first.example.com", config, matchConditions=[broken, false]))
+        )
+        async with admission_server(tmp_path / "data", control_plane, *NO_TOPPINGS_CHECK) as server:
+            status, body, _ = await request(server, "POST", pizzas_path(), pizza("p"))
+            text = await metrics_text(server)
+    assert status == 201, body
+    assert webhook.reviews == []
+
+    def sample(metric: str, name: str, kind: str) -> str:
+        labels = f'kind="webhook",name="{name}",operation="CREATE",type="{kind}"'
+        return f"apiserver_admission_match_condition_{metric}_total{{{labels}}} 1.0"
+
+    assert sample("evaluation_errors", "error-first.example.com", "admit") in text
+    assert sample("evaluation_errors", "ignored.example.com", "validating") in text
+    assert "evaluation_errors_total{" + 'kind="webhook",name="false-first.example.com"' not in text
+    for name, kind in (
+        ("error-first.example.com", "admit"),
+        ("false-first.example.com", "validating"),
+        ("ignored.example.com", "validating"),
+    ):
+        assert sample("exclusions", name, kind) in text
+
+
 async def test_connections_are_reused(control_plane: ControlPlane, tmp_path: Path) -> None:
     async with running_webhook(tmp_path / "hook") as webhook:
         control_plane.objects.validating.put(

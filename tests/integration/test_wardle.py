@@ -23,6 +23,7 @@ DEPRECATED = (
     '299 - "wardle.example.com/v1alpha1 Fischer is deprecated in v1.3+, unavailable in v1.10+"',
 )
 MERGE = "application/merge-patch+json"
+APPLY = "application/apply-patch+yaml"
 
 
 @pytest.fixture
@@ -129,6 +130,43 @@ async def test_fischer_without_spec_labels_and_patches(wardle: Api) -> None:
     listed = await wardle.get(fischers(), params={"labelSelector": "a=b"})
     assert [item["metadata"]["name"] for item in listed.body["items"]] == ["fi"]
     assert (await wardle.delete(fischers("fi"))).status == 200
+
+
+async def test_server_side_apply_on_a_kind_without_spec(wardle: Api) -> None:
+    """Apply owns top-level fields of a kind without spec as it owns spec's: create, conflict on the
+    atomic list, force, and giving fields up."""
+
+    async def apply(manager: str, body: dict[str, Any], **params: str) -> Any:
+        query = {"fieldManager": manager, **params}
+        return await wardle.patch(fischers("ssa"), orjson.dumps(body), APPLY, params=query)
+
+    r = await apply("alice", fischer("ssa", "evil") | {"metadata": {"name": "ssa", "labels": {"a": "1"}}})
+    assert r.status == 201, r
+    [alice] = r.body["metadata"]["managedFields"]
+    assert (alice["manager"], alice["operation"], alice["apiVersion"]) == (
+        "alice",
+        "Apply",
+        f"{GROUP}/v1alpha1",
+    )
+    assert alice["fieldsV1"] == {"f:disallowedFlunders": {}, "f:metadata": {"f:labels": {"f:a": {}}}}
+    r = await apply("bob", fischer("ssa", "evil", "worse"))
+    assert r.status == 409, r
+    assert r.body["message"] == 'Apply failed with 1 conflict: conflict with "alice": .disallowedFlunders'
+    assert r.body["details"]["causes"] == [
+        {"reason": "FieldManagerConflict", "message": 'conflict with "alice"', "field": ".disallowedFlunders"}
+    ]
+    r = await apply("bob", fischer("ssa", "evil", "worse"), force="true")
+    assert r.status == 200, r
+    assert r.body["disallowedFlunders"] == ["evil", "worse"]
+    owners = {e["manager"]: e["fieldsV1"] for e in r.body["metadata"]["managedFields"]}
+    assert owners == {
+        "alice": {"f:metadata": {"f:labels": {"f:a": {}}}},
+        "bob": {"f:disallowedFlunders": {}},
+    }
+    # alice gives up her label: it goes, bob's list stays.
+    r = await apply("alice", fischer("ssa"))
+    assert r.status == 200, r
+    assert "labels" not in r.body["metadata"] and r.body["disallowedFlunders"] == ["evil", "worse"]
 
 
 async def test_watch_a_kind_without_spec_and_flunders_in_both_versions(wardle: Api) -> None:

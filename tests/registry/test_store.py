@@ -3,17 +3,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
 import pytest
 
 from apis.meta.errors import StatusError
+from apis.meta.fields import parse_field_selector
 from apis.restaurant.install import PIZZA_KIND
 from apis.restaurant.types import Pizza, PizzaSpec, PizzaStatus, PizzaTopping
 from apis.runtime.codec import Codec
 from apis.wardle.install import FISCHER_KIND, Fischer
-from registry.generic.options import DeleteOptions, ListOptions
+from registry.generic.options import DeleteOptions, ListOptions, Predicate, WatchOptions
 from registry.generic.store import Store
 from registry.generic.strategy import PlainStrategy
 from registry.restaurant.pizza.strategy import STATUS_STRATEGY, STRATEGY
@@ -67,3 +69,31 @@ async def test_spec_status_kind_generation_and_status(storage: Interface) -> Non
     updated, _ = await store.update("ns", "p", priced, strategy=STATUS_STRATEGY)
     assert updated.status == PizzaStatus(cost=4) and updated.spec == PizzaSpec([PizzaTopping("ham", 2)])
     assert updated.metadata["generation"] == 2
+
+
+async def test_list_and_watch_scope_comes_from_the_request_not_the_key(storage: Interface) -> None:
+    """A name selector over every namespace must not read one key (there is no namespace to put in it),
+    while within a namespace it does: the scope is the request's, read through storage (no cache)."""
+    store = Store(Codec("restaurant.programming-kubernetes.info", PIZZA_KIND), STRATEGY, storage)
+    for namespace in ("n1", "n2", "n1-x"):
+        await store.create(Pizza({"name": "same", "namespace": namespace}, PizzaSpec(), PizzaStatus()))
+    by_name = ListOptions(Predicate(fields=parse_field_selector("metadata.name=same")))
+
+    async def names(namespace: str) -> list[str]:
+        return [
+            f"{p.metadata['namespace']}/{p.metadata['name']}"
+            for p in (await store.list(namespace, by_name)).items
+        ]
+
+    assert await names("") == ["n1-x/same", "n1/same", "n2/same"]
+    assert await names("n1") == ["n1/same"]
+    watch = await store.watch("", WatchOptions(by_name.predicate))
+    watcher = watch.watcher
+    try:
+        async with asyncio.timeout(10):
+            while len(watcher.pending) < 3 and watcher.ended is None:
+                watcher.wakeup.clear()
+                await watcher.wakeup.wait()
+    finally:
+        watch.stop(watcher)
+    assert sorted(e.object.namespace for e in watcher.pending if e.object is not None) == ["n1", "n1-x", "n2"]

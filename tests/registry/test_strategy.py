@@ -33,6 +33,18 @@ def test_spec_status_strategy_counts_spec_changes() -> None:
     assert new.metadata["generation"] == 4 and new.status == PizzaStatus(cost=2)
 
 
+def test_spec_status_strategy_drops_a_status_sent_on_create() -> None:
+    """As apiextensions does for a kind with /status; without `empty_status` the status's own type,
+    empty, is the reset value (a new group declares nothing for it)."""
+    for strategy in (SpecStatusStrategy(namespaced=True), SpecStatusStrategy(True, empty_status=PizzaStatus)):
+        pizza = Pizza({"name": "p"}, PizzaSpec([PizzaTopping("ham")]), PizzaStatus(cost=2))
+        strategy.prepare_for_create(pizza)
+        assert pizza.status == PizzaStatus() and pizza.metadata["generation"] == 1
+    no_status = NoSpec({"name": "x"})
+    SpecStatusStrategy(namespaced=False).prepare_for_create(no_status)
+    assert not hasattr(no_status, "status")
+
+
 def test_plain_strategy_prepares_nothing_and_checks_path_segments() -> None:
     strategy = PlainStrategy(namespaced=False)
     obj = NoSpec({"name": "x"})

@@ -91,10 +91,12 @@ class CelConditions:
         budget = float(RUNTIME_BUDGET)
         errors: list[str] = []
         matches = True
+        counted = 0  # errors before the first false condition (kube's evaluation-errors metric)
         for condition in conditions:
             compiled = self._program(condition.expression)
             if isinstance(compiled, str):
                 errors.append(compiled)
+                counted += matches
                 continue
             # Everything but the checks is charged its estimate; each check made, kube's fixed cost.
             spent = cost.estimate_without_checks(compiled.program.tree, shapes)
@@ -129,6 +131,7 @@ class CelConditions:
                 return MatchResult(True, (OUT_OF_BUDGET,))
             if failure is not None:
                 errors.append(f"expression '{condition.expression}' resulted in error: {failure}")
+                counted += matches
             elif result is False:
                 matches = False  # kube evaluates every condition (and charges it) before deciding
             elif result is not True:
@@ -136,4 +139,7 @@ class CelConditions:
                     f"expression '{condition.expression}' resulted in error: "
                     f"no such overload: expected bool, got {type(result).__name__}"
                 )
-        return MatchResult(True, tuple(errors)) if matches else MatchResult(False)
+                counted += matches
+        if matches:
+            return MatchResult(True, tuple(errors), counted)
+        return MatchResult(False, counted_errors=counted)

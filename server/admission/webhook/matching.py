@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from apis.meta import errors
 from apis.meta.errors import StatusError
 from registry.generic.admission import Attributes
+from server.admission.metrics import AdmissionMetrics
 from server.admission.namespace_lifecycle import live_namespace
 from server.admission.webhook.hooks import Hook, MatchCondition, Rule
 from server.cluster.client import ClusterClient
@@ -33,6 +34,9 @@ class Invocation:
 class MatchResult:
     matches: bool
     errors: tuple[str, ...] = ()
+    # Conditions kube counts in apiserver_admission_match_condition_evaluation_errors: those that
+    # failed before the first false one, in order (none when the whole evaluation ran out of budget).
+    counted_errors: int = 0
 
 
 class ConditionEvaluator(Protocol):
@@ -106,6 +110,7 @@ class Matcher:
     namespaces: Informer
     client: ClusterClient
     conditions: ConditionEvaluator
+    metrics: AdmissionMetrics | None = None
 
     async def _namespace_labels(self, attrs: Attributes) -> dict[str, str]:
         namespace = self.namespaces.get(attrs.namespace)
@@ -158,11 +163,18 @@ class Matcher:
             raise obj_error
         if hook.match_conditions:
             result = await self.conditions.evaluate(hook, hook.match_conditions, request_for(invocation))
-            if not result.matches:
+            operation = attrs.operation.value
+            if self.metrics is not None:
+                self.metrics.observe_match_condition_errors(
+                    hook.name, hook.type, operation, result.counted_errors
+                )
+            # kube counts an exclusion whenever the hook is skipped for its conditions (a false one, or
+            # errors under failurePolicy Ignore), never when they fail the request.
+            if not result.matches or (result.errors and hook.failure_policy == "Ignore"):
+                if self.metrics is not None:
+                    self.metrics.observe_match_condition_exclusion(hook.name, hook.type, operation)
                 return None
             if result.errors:
-                if hook.failure_policy == "Ignore":
-                    return None
                 why = result.errors[0] if len(result.errors) == 1 else "[" + ", ".join(result.errors) + "]"
                 raise errors.forbidden(attrs.group_resource, attrs.name, why)
         return invocation

@@ -41,6 +41,18 @@ async def test_a_false_condition_skips_the_hook_even_next_to_an_error() -> None:
     assert (result.matches, result.errors) == (False, ())
 
 
+async def test_errors_are_counted_up_to_the_first_false_condition() -> None:
+    """kube's matcher walks the results in order and stops at the first false one: only the errors
+    before it reach apiserver_admission_match_condition_evaluation_errors."""
+    broken, false = ("broken", "object.spec.nope == 1"), ("dry", "request.dryRun")
+    evaluator = CelConditions()
+    counted = [
+        (await evaluator.evaluate(HOOK, conditions(*pairs), REQUEST)).counted_errors
+        for pairs in ((broken, false), (false, broken), (broken, ("syntax", "object.(")))
+    ]
+    assert counted == [1, 0, 2]
+
+
 async def test_errors_carry_kubes_texts() -> None:
     evaluator = CelConditions()
     result = await evaluator.evaluate(
