@@ -12,7 +12,7 @@ scale_apply.py, through the same `update_scale`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -110,7 +110,13 @@ def decode_scale(
     return data, warnings
 
 
-def admission(request: web.Request, scope: ResourceScope, info: RequestInfo, dry: bool):
+def admission(
+    request: web.Request, scope: ResourceScope, info: RequestInfo, dry: bool
+) -> tuple[
+    Callable[[HubObject, HubObject], Awaitable[HubObject]],
+    Callable[[HubObject, HubObject | None], Awaitable[None]],
+]:
+    """The mutating step and the validating step of a write to /scale, as an update of the object."""
     user = request.get(USER, ANONYMOUS)
     sinks = request_sinks(request)
     # kube hands webhooks a write to /scale with UpdateOptions, as any update.

@@ -44,8 +44,6 @@ CREATION_TIMESTAMP_DESCRIPTION = (
     "this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. "
     f"Null for lists. More info: {_CONVENTIONS}#metadata"
 )
-LIST_METADATA_DESCRIPTION = f"Standard list metadata. More info: {_CONVENTIONS}#metadata"
-OBJECT_METADATA_DESCRIPTION = f"Standard object's metadata. More info: {_CONVENTIONS}#metadata"
 
 
 def ref(name: str) -> dict[str, Any]:
