@@ -19,7 +19,7 @@ from multidict import MultiDict
 
 from apis.meta.errors import StatusError
 from apis.meta.fields import escape_value
-from registry.generic.cache.watchers import TOO_SLOW, OpenWatch, Wakeup
+from registry.generic.cache.watchers import TOO_SLOW, OpenWatch, Wakeup, WriteNow
 from registry.generic.options import WatchEvent
 from registry.generic.storage_errors import parse_resource_version
 from server.endpoints.negotiation import Output, negotiate_output
@@ -98,6 +98,8 @@ def _should_end(request: web.Request) -> bool:
 class _Encoder:
     """Renders events in the negotiated form; a Table's column definitions go in the first event only."""
 
+    __slots__ = ("headers_sent", "include", "output", "plain", "scope")
+
     def __init__(self, scope: ResourceScope, output: Output, include: str) -> None:
         self.scope, self.output, self.include = scope, output, include
         self.headers_sent = False
@@ -161,6 +163,11 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
         opening_error = e
     response = web.StreamResponse(headers={"Content-Type": output.content_type})
     response.enable_chunked_encoding()
+    # The stream is this coroutine's own loop, not a coroutine of its own: every open watch keeps
+    # its frames for as long as it runs.
+    wakeup: Wakeup | None = None
+    told_of_loss = False
+    streams = request.config_dict.get(OPEN_STREAMS)
     try:
         await response.prepare(request)
         await response.write(b"")  # the headers go out now: the client knows the watch started
@@ -168,11 +175,56 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
             assert opening_error is not None
             await response.write(_error_line(opening_error))
         else:
+            watcher = opened.watcher
+            allow_bookmarks = options.allow_bookmarks
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            next_bookmark = _next_bookmark(loop.time(), deadline) if allow_bookmarks else None
+            # While nothing is queued, the dispatcher writes events straight into the connection.
+            watcher.write_now = _direct_writer(request.transport, encoder)
+            # The dispatcher wakes the stream for queued events; the connection's end and shutdown
+            # wake it too, so an idle watch sleeps until its next bookmark instead of polling.
+            wakeup = watcher.wakeup
+            told_of_loss = notify_connection_lost(request, wakeup.set)
+            if streams is not None:
+                streams.add(wakeup)
             # A client that stops reading must not hold the stream past its deadline (a write would
             # wait for it forever); one that could not keep up is cut off at once and re-watches.
             async with asyncio.timeout(timeout + FINISH_GRACE):
-                await _stream(request, response, opened, encoder, timeout, options.allow_bookmarks)
-            if opened.watcher.ended == TOO_SLOW and request.transport is not None:
+                while True:
+                    while (event := watcher.take()) is not None:
+                        if event.type == "BOOKMARK" and not allow_bookmarks:
+                            continue
+                        await response.write(encoder.event(event))
+                    if watcher.ended is not None:
+                        if watcher.error is not None:
+                            await response.write(_error_line(watcher.error))
+                        break
+                    now = loop.time()
+                    if now >= deadline or _should_end(request):
+                        break
+                    if next_bookmark is not None and now >= next_bookmark:
+                        if watcher.pending:
+                            continue  # a bookmark never overtakes an event at or below its revision
+                        revision = opened.progress(watcher)
+                        if revision:
+                            await response.write(encoder.event(WatchEvent("BOOKMARK", None, revision)))
+                        next_bookmark = _next_bookmark(now, deadline)
+                        continue
+                    until = deadline if next_bookmark is None else min(deadline, next_bookmark)
+                    wakeup.clear()
+                    if watcher.pending or watcher.ended is not None:
+                        continue
+                    # One timer handle per wait (asyncio.timeout would add a Timeout and a cancellation).
+                    wait = max(until - now, 0)
+                    if not told_of_loss:
+                        wait = min(wait, CLIENT_CHECK_EVERY)
+                    timer = loop.call_later(wait, wakeup.set)
+                    try:
+                        await wakeup.wait()
+                    finally:
+                        timer.cancel()
+            if watcher.ended == TOO_SLOW and request.transport is not None:
                 request.transport.abort()
                 return response
         async with asyncio.timeout(FINISH_GRACE):
@@ -183,6 +235,10 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
         if request.transport is not None:
             request.transport.abort()
     finally:
+        if told_of_loss:
+            notify_connection_lost(request, None)
+        if streams is not None and wakeup is not None:
+            streams.discard(wakeup)
         if opened is not None:
             opened.stop(opened.watcher)
     return response
@@ -192,22 +248,9 @@ def _error_line(error: StatusError) -> bytes:
     return orjson.dumps({"type": "ERROR", "object": error.status()}) + b"\n"
 
 
-async def _stream(
-    request: web.Request,
-    response: web.StreamResponse,
-    opened: OpenWatch,
-    encoder: _Encoder,
-    timeout: float,
-    allow_bookmarks: bool,
-) -> None:
-    """Drain the watcher's queue into the response until the deadline, the client leaves or the
-    watch ends; while nothing is queued, the dispatcher writes events straight into the connection."""
-    watcher = opened.watcher
-    transport = request.transport
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    next_bookmark = _next_bookmark(loop.time(), deadline) if allow_bookmarks else None
-
+def _direct_writer(transport: asyncio.Transport | None, encoder: _Encoder) -> WriteNow:
+    """The watcher's `write_now`: the event's chunk, encoded once for every watcher of its version,
+    written straight into the connection while it takes data; False to have it queued instead."""
     chunk_key = f"{encoder.scope.version}/chunk"
 
     def write_now(event: WatchEvent) -> bool:
@@ -223,48 +266,4 @@ async def _stream(
         transport.write(chunk)
         return True
 
-    watcher.write_now = write_now
-    wakeup = watcher.wakeup
-    # The dispatcher wakes the stream for queued events; the connection's end and shutdown wake it
-    # too, so an idle watch sleeps until its next bookmark instead of polling its connection.
-    told_of_loss = notify_connection_lost(request, wakeup.set)
-    streams = request.config_dict.get(OPEN_STREAMS)
-    if streams is not None:
-        streams.add(wakeup)
-    try:
-        while True:
-            while (event := watcher.take()) is not None:
-                if event.type == "BOOKMARK" and not allow_bookmarks:
-                    continue
-                await response.write(encoder.event(event))
-            if watcher.ended is not None:
-                if watcher.error is not None:
-                    await response.write(_error_line(watcher.error))
-                return
-            now = loop.time()
-            if now >= deadline or _should_end(request):
-                return
-            if next_bookmark is not None and now >= next_bookmark:
-                if watcher.pending:
-                    continue  # a bookmark never overtakes an event at or below its revision
-                revision = opened.progress(watcher)
-                if revision:
-                    await response.write(encoder.event(WatchEvent("BOOKMARK", None, revision)))
-                next_bookmark = _next_bookmark(now, deadline)
-                continue
-            until = deadline if next_bookmark is None else min(deadline, next_bookmark)
-            wakeup.clear()
-            if watcher.pending or watcher.ended is not None:
-                continue
-            # One timer handle per wait (asyncio.timeout would add a Timeout and a cancellation).
-            wait = max(until - now, 0) if told_of_loss else min(max(until - now, 0), CLIENT_CHECK_EVERY)
-            timer = loop.call_later(wait, wakeup.set)
-            try:
-                await wakeup.wait()
-            finally:
-                timer.cancel()
-    finally:
-        if told_of_loss:
-            notify_connection_lost(request, None)
-        if streams is not None:
-            streams.discard(wakeup)
+    return write_now
