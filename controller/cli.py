@@ -15,7 +15,7 @@ import uuid
 
 from kubernetes import client
 
-from controller.connection import api_client
+from controller.connection import api_client, await_standalone_kubeconfig
 from controller.controller import PizzaController
 from controller.leader_election import LeaseElector
 from controller.options import ControllerOptions, parse_args
@@ -24,7 +24,10 @@ logger = logging.getLogger("pizza-controller")
 
 
 def run(options: ControllerOptions, stop: threading.Event) -> None:
-    api = api_client(options.kubeconfig)
+    kubeconfig = options.kubeconfig or await_standalone_kubeconfig(stop)
+    if stop.is_set():
+        return
+    api = api_client(kubeconfig)
     try:
         if not options.leader_elect:
             _controller(api, options).run(stop)
@@ -68,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     logger.info(
         "pizza-controller: kubeconfig %s, leader election %s, bake delay %ss",
-        options.kubeconfig or "(in-cluster)",
+        options.kubeconfig or "(not given: the server's once written, in-cluster or ~/.kube/config)",
         "on" if options.leader_elect else "off",
         options.bake_delay,
     )

@@ -7,6 +7,7 @@ Status is written by server-side apply on /status.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -23,23 +24,29 @@ WAIT = "--timeout=90s"  # a loaded machine: the bound of `kubectl wait`, not a t
 @pytest.fixture(scope="module")
 def bakery(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, subprocess.Popen]]:
     home = tmp_path_factory.mktemp("bakery")
-    server = start_server_process(home / ".pizza-apiserver")
     log = (home / "controller.log").open("ab")
+    # The controller first, as `pizza-apiserver & pizza-controller` may have it in a fresh directory:
+    # the admin kubeconfig does not exist yet, and nothing else names an API server (no $KUBECONFIG,
+    # no ~/.kube/config under this HOME), so it must wait for the file.
+    environment = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     controller = subprocess.Popen(
         [sys.executable, "-m", "controller"],
         cwd=home,
         stdout=log,
         stderr=log,
-        env={**server.env, "PYTHONPATH": str(REPO)},
+        env={**environment, "HOME": str(home), "PYTHONPATH": str(REPO)},
     )
+    server: ServerProcess | None = None
     try:
+        server = start_server_process(home / ".pizza-apiserver")
         yield server, controller
     finally:
         if controller.poll() is None:
             controller.kill()
             controller.wait(15)
         log.close()
-        server.stop()
+        if server is not None:
+            server.stop()
 
 
 def test_kubectl_waits_for_the_cost(bakery: tuple[ServerProcess, subprocess.Popen]) -> None:
