@@ -71,11 +71,13 @@ class Union:
     union, so a bad credential is 401 rather than anonymous.
     """
 
-    __slots__ = ("_authenticators", "_fail_on_error")
+    __slots__ = ("_authenticators", "_fail_on_error", "_now")
 
     def __init__(self, authenticators: Iterable[Authenticator], *, fail_on_error: bool = False) -> None:
         self._authenticators: tuple[Authenticator, ...] = tuple(authenticators)
         self._fail_on_error = fail_on_error
+        # Looked up once, not per request: each member's authenticate_now, None where it has none.
+        self._now = tuple(authenticator_now(a) for a in self._authenticators)
 
     async def authenticate(self, request: web.Request) -> AuthResult | None:
         first_error: StatusError | None = None
@@ -96,8 +98,7 @@ class Union:
     def authenticate_now(self, request: web.Request) -> NowResult:
         """`authenticate`'s answer if every authenticator asked before the deciding one answers now."""
         first_error: StatusError | None = None
-        for authenticator in self._authenticators:
-            now = authenticator_now(authenticator)
+        for now in self._now:
             if now is None:
                 return WAIT
             try:
@@ -120,10 +121,11 @@ class AuthenticatedGroupAdder:
     Users already in `system:authenticated` or `system:unauthenticated` are left alone.
     """
 
-    __slots__ = ("_inner", "_last")
+    __slots__ = ("_inner", "_inner_now", "_last")
 
     def __init__(self, inner: Authenticator) -> None:
         self._inner = inner
+        self._inner_now = authenticator_now(inner)
         # The last (inner result, result with the group): an authenticator that hands out the same
         # result object for the same credential (x509) then costs no new user per request.
         self._last: tuple[AuthResult, AuthResult] | None = None
@@ -132,7 +134,7 @@ class AuthenticatedGroupAdder:
         return self._with_group(await self._inner.authenticate(request))
 
     def authenticate_now(self, request: web.Request) -> NowResult:
-        now = authenticator_now(self._inner)
+        now = self._inner_now
         result = now(request) if now is not None else WAIT
         return result if result is WAIT else self._with_group(result)
 

@@ -112,10 +112,12 @@ class Union:
     When all have no opinion, their reasons are joined with newlines and the first error is kept.
     """
 
-    __slots__ = ("_authorizers",)
+    __slots__ = ("_authorizers", "_decide_now")
 
     def __init__(self, authorizers: Iterable[Authorizer]) -> None:
         self._authorizers: tuple[Authorizer, ...] = tuple(authorizers)
+        # Looked up once, not per request: each member's decide_now, None where it has none.
+        self._decide_now = tuple(decider_now(a) for a in self._authorizers)
 
     async def authorize(self, attrs: AuthzAttributes) -> Decision:
         passed: list[Decision] = []
@@ -129,8 +131,7 @@ class Union:
     def decide_now(self, attrs: AuthzAttributes) -> Decision | None:
         """The union's decision when every authorizer asked before the first opinion can decide now."""
         passed: list[Decision] = []
-        for authorizer in self._authorizers:
-            decide = decider_now(authorizer)
+        for decide in self._decide_now:
             decision = decide(attrs) if decide is not None else None
             if decision is None:
                 return None

@@ -90,11 +90,6 @@ def _client_gone(request: web.Request) -> bool:
     return transport is None or transport.is_closing()
 
 
-def _should_end(request: web.Request) -> bool:
-    streams = request.config_dict.get(OPEN_STREAMS)
-    return _client_gone(request) or (streams is not None and streams.closing)
-
-
 class _Encoder:
     """Renders events in the negotiated form; a Table's column definitions go in the first event only."""
 
@@ -201,7 +196,7 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
                             await response.write(_error_line(watcher.error))
                         break
                     now = loop.time()
-                    if now >= deadline or _should_end(request):
+                    if now >= deadline or _client_gone(request) or (streams is not None and streams.closing):
                         break
                     if next_bookmark is not None and now >= next_bookmark:
                         if watcher.pending:
