@@ -28,6 +28,7 @@ from server.endpoints.render import include_object, is_plain_json, render_stored
 from server.endpoints.scope import ResourceScope
 from server.request_info import RequestInfo
 from server.request_state import MIN_REQUEST_TIMEOUT
+from server.serving.connection_buffers import DIRECT_WRITE
 from server.serving.request_limits import notify_connection_lost
 
 logger = logging.getLogger(__name__)
@@ -247,9 +248,10 @@ def _direct_writer(transport: asyncio.Transport | None, encoder: _Encoder) -> Wr
     """The watcher's `write_now`: the event's chunk, encoded once for every watcher of its version,
     written straight into the connection while it takes data; False to have it queued instead."""
     chunk_key = f"{encoder.scope.version}/chunk"
+    direct = transport.get_extra_info(DIRECT_WRITE) if transport is not None else None
 
     def write_now(event: WatchEvent) -> bool:
-        if transport is None or transport.is_closing() or transport.get_write_buffer_size() > WRITE_NOW_LIMIT:
+        if transport is None:
             return False
         shared = event.encodings if encoder.plain else None
         chunk = shared.get(chunk_key) if shared is not None else None
@@ -258,6 +260,10 @@ def _direct_writer(transport: asyncio.Transport | None, encoder: _Encoder) -> Wr
             chunk = b"%x\r\n%s\r\n" % (len(line), line)
             if shared is not None:
                 shared[chunk_key] = chunk
+        if direct is not None and direct(chunk):
+            return True
+        if transport.is_closing() or transport.get_write_buffer_size() > WRITE_NOW_LIMIT:
+            return False
         transport.write(chunk)
         return True
 

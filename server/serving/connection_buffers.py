@@ -34,6 +34,7 @@ import ssl
 import threading
 from asyncio import sslproto
 from collections.abc import Callable
+from typing import cast
 
 from aiohttp import web
 
@@ -55,6 +56,10 @@ WRITE_CHUNK = 64 * 1024
 
 # get_extra_info name: the client certificate's DER (None without one), made once per connection.
 PEER_CERTIFICATE_DER = "peer_certificate_der"
+# get_extra_info name: `write_small(data) -> bool`, for writers of many small chunks (watch events).
+DIRECT_WRITE = "direct_write"
+
+_WRAPPED = sslproto.SSLProtocolState.WRAPPED
 
 _per_thread = threading.local()
 
@@ -186,11 +191,36 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
                     der = ssl_object.getpeercert(binary_form=True)
                 extra[name] = _shared_copy(der) if der is not None else None
             return extra[name]
+        if name == DIRECT_WRITE:
+            return self.write_small
         if name == "peercert":
             ssl_object = self._extra.get("ssl_object")
             if isinstance(ssl_object, ssl.SSLObject):
                 return ssl_object.getpeercert()
         return super()._get_extra_info(name, default)
+
+    def write_small(self, data: bytes) -> bool:
+        """Encrypt `data` and hand the record to the socket now, if nothing waits before it.
+
+        A watch event fanned out to a thousand connections is a thousand small writes, and asyncio's
+        general way (backlog, then two reads of the outgoing buffer and two flow-control checks) was
+        about a third of each delivery's time, measured with py-spy. This is the same work without
+        the bookkeeping that only matters when something is pending. False when something is (a
+        backlog, a paused socket, a closing connection) or `data` is large: the caller then writes
+        the general way, which queues it in order.
+        """
+        if self._write_backlog or self._ssl_writing_paused or self._state is not _WRAPPED:
+            return False
+        if len(data) > WRITE_CHUNK:
+            return False
+        try:
+            self._sslobj.write(data)
+        except sslproto.SSLAgainErrors:
+            return False  # nothing was written; the general way keeps it in the backlog and retries
+        # WRAPPED means connected: asyncio drops the socket transport only after leaving that state.
+        cast(asyncio.WriteTransport, self._transport).write(self._outgoing.read())
+        self._control_app_writing()
+        return True
 
     def _do_write(self) -> None:
         """Encrypt the backlog a chunk at a time, moving each chunk's ciphertext to the socket.

@@ -74,6 +74,7 @@ class CacheWatcher:
         "capacity",
         "ended",
         "error",
+        "filtered",
         "namespace_prefix",
         "predicate",
         "wakeup",
@@ -82,6 +83,8 @@ class CacheWatcher:
 
     def __init__(self, predicate: Predicate, namespace_prefix: str, after: int) -> None:
         self.predicate = predicate
+        # Asked once per event for every watcher: a fan-out to a thousand watchers asks it a thousand times.
+        self.filtered = not predicate.empty
         # Key prefix of the watched namespace, "" for every namespace.
         self.namespace_prefix = namespace_prefix
         # Events at or below this revision were in the initial state or came before the requested
@@ -129,7 +132,7 @@ class CacheWatcher:
     def translate(self, event: CacheEvent) -> WatchEvent | None:
         """kube's selector rule: leaving the selector is DELETED (the old state at this revision),
         entering it is ADDED."""
-        if self.predicate.empty:
+        if not self.filtered:
             return event.unfiltered()
         now = self.matches(event.object)
         if event.type is EventType.DELETED:

@@ -253,3 +253,52 @@ async def test_the_client_certificate_is_made_once_per_connection(tmp_path: Path
     assert seen[0] is not None
     x509_cert = x509.load_der_x509_certificate(seen[0])
     assert x509_cert.subject.rfc4514_string() == "CN=alice,O=cooks"
+
+
+async def test_direct_writes_and_queued_writes_reach_the_client_in_order(tmp_path: Path) -> None:
+    """Watch events go the short way (`write_small`) until the socket fills; from then on they go the
+    general way, behind what is already waiting. A slow reader must still get every piece, in order."""
+    server_context, client_context = await asyncio.to_thread(_contexts, tmp_path)
+    pieces = [b"%07d\n" % i * 128 for i in range(2048)]  # 1 KiB each, 2 MiB in all
+    taken: dict[str, int] = {"direct": 0, "general": 0}
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        response.content_length = sum(len(p) for p in pieces)
+        await response.prepare(request)
+        transport = request.transport
+        assert transport is not None
+        # A small kernel buffer, so that the socket is full long before the last piece.
+        transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16 * 1024)
+        write_small = transport.get_extra_info(connection_buffers.DIRECT_WRITE)
+        for piece in pieces:
+            if write_small(piece):
+                taken["direct"] += 1
+            else:
+                transport.write(piece)
+                taken["general"] += 1
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_get("/", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await TLSSite(runner, "127.0.0.1", 0, ssl_context=server_context).start()
+    try:
+        port = runner.addresses[0][1]
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+        raw.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(raw, ("127.0.0.1", port))
+        reader, writer = await asyncio.open_connection(
+            sock=raw, ssl=client_context, server_hostname="127.0.0.1"
+        )
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        await asyncio.sleep(0.3)  # the server fills the socket meanwhile
+        await reader.readuntil(b"\r\n\r\n")
+        assert await reader.readexactly(sum(len(p) for p in pieces)) == b"".join(pieces)
+        writer.close()
+    finally:
+        await runner.cleanup()
+    assert taken["direct"] > 0 and taken["general"] > 0, taken
