@@ -104,14 +104,7 @@ async def test_a_slow_reader_gets_every_byte_and_the_outgoing_buffer_stays_small
     await runner.setup()
     await TLSSite(runner, "127.0.0.1", 0, ssl_context=server_context).start()
     try:
-        port = runner.addresses[0][1]
-        raw = socket.socket()
-        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 * 1024)  # the kernel takes little of it
-        raw.setblocking(False)
-        await asyncio.get_running_loop().sock_connect(raw, ("127.0.0.1", port))
-        reader, writer = await asyncio.open_connection(
-            sock=raw, ssl=client_context, server_hostname="127.0.0.1"
-        )
+        reader, writer = await _slow_reader(runner.addresses[0][1], client_context, 32 * 1024)
         writer.write(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
         await asyncio.sleep(0.5)  # the server writes into a full socket meanwhile
         # The rest waits as plaintext; only about a chunk of ciphertext is buffered at a time (asyncio
@@ -127,6 +120,18 @@ async def test_a_slow_reader_gets_every_byte_and_the_outgoing_buffer_stays_small
         writer.close()
     finally:
         await runner.cleanup()
+
+
+async def _slow_reader(
+    port: int, client_context: ssl.SSLContext, receive_buffer: int
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A TLS client whose kernel receive buffer is small, so the server's socket fills while it
+    does not read."""
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    raw.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(raw, ("127.0.0.1", port))
+    return await asyncio.open_connection(sock=raw, ssl=client_context, server_hostname="127.0.0.1")
 
 
 def _live_protocols() -> list[CompactSSLProtocol]:
@@ -286,14 +291,7 @@ async def test_direct_writes_and_queued_writes_reach_the_client_in_order(tmp_pat
     await runner.setup()
     await TLSSite(runner, "127.0.0.1", 0, ssl_context=server_context).start()
     try:
-        port = runner.addresses[0][1]
-        raw = socket.socket()
-        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
-        raw.setblocking(False)
-        await asyncio.get_running_loop().sock_connect(raw, ("127.0.0.1", port))
-        reader, writer = await asyncio.open_connection(
-            sock=raw, ssl=client_context, server_hostname="127.0.0.1"
-        )
+        reader, writer = await _slow_reader(runner.addresses[0][1], client_context, 16 * 1024)
         writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         await asyncio.sleep(0.3)  # the server fills the socket meanwhile
         await reader.readuntil(b"\r\n\r\n")
