@@ -100,9 +100,7 @@ async def test_a_slow_reader_gets_every_byte_and_the_outgoing_buffer_stays_small
     server_context, client_context = await asyncio.to_thread(_contexts, tmp_path)
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", _echo)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await TLSSite(runner, "127.0.0.1", 0, ssl_context=server_context).start()
+    runner = await _serve(app, server_context)
     try:
         reader, writer = await _slow_reader(runner.addresses[0][1], client_context, 32 * 1024)
         writer.write(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -120,6 +118,14 @@ async def test_a_slow_reader_gets_every_byte_and_the_outgoing_buffer_stays_small
         writer.close()
     finally:
         await runner.cleanup()
+
+
+async def _serve(app: web.Application, server_context: ssl.SSLContext) -> web.AppRunner:
+    """`app` over TLSSite on a free port of 127.0.0.1; the caller cleans the runner up."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await TLSSite(runner, "127.0.0.1", 0, ssl_context=server_context).start()
+    return runner
 
 
 async def _slow_reader(
@@ -287,9 +293,7 @@ async def test_direct_writes_and_queued_writes_reach_the_client_in_order(tmp_pat
 
     app = web.Application()
     app.router.add_get("/", handler)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await TLSSite(runner, "127.0.0.1", 0, ssl_context=server_context).start()
+    runner = await _serve(app, server_context)
     try:
         reader, writer = await _slow_reader(runner.addresses[0][1], client_context, 16 * 1024)
         writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
