@@ -191,6 +191,7 @@ def _compile_rule(
     optional_old_self = bool(raw.get("optionalOldSelf"))
     env = environment(s, optional_old_self=optional_old_self)
     source = raw.get("rule", "")
+
     def fields(checked_expr: Any, text: str) -> str | None:
         root = path.startswith(f"{ROOT_PATH}.{VALIDATIONS}")
         return undefined_field_error(s, checked_expr, text, old_self=not optional_old_self, root=root)

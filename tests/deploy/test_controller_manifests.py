@@ -77,4 +77,3 @@ def test_the_pod_meets_the_restricted_pod_security_standard(objects: list[Obj]) 
         assert context["allowPrivilegeEscalation"] is False and context["readOnlyRootFilesystem"] is True
         assert context["capabilities"]["drop"] == ["ALL"]
         assert "memory" in container["resources"]["limits"] and container["resources"]["requests"]
-

@@ -156,4 +156,3 @@ def test_get_hides_managed_fields_unless_asked(kubectl_server: ServerProcess) ->
         "kubectl-client-side-apply",
         "kubectl-patch",
     }
-

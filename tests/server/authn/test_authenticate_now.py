@@ -74,9 +74,7 @@ CASES = [
 @pytest.mark.parametrize("headers", CASES)
 @pytest.mark.parametrize("anonymous", [True, False])
 async def test_the_chain_answers_now_as_it_answers_later(headers: dict[str, str], anonymous: bool) -> None:
-    chain = build_authenticator(
-        [Named("X-User"), Named("X-Proxy"), AskFirst("X-Token")], anonymous=anonymous
-    )
+    chain = build_authenticator([Named("X-User"), Named("X-Proxy"), AskFirst("X-Token")], anonymous=anonymous)
     req = request(**headers)
     later = await outcome(chain, req, now=False)  # type: ignore[arg-type]
     now = await outcome(chain, req, now=True)  # type: ignore[arg-type]

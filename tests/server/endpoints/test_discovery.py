@@ -135,7 +135,7 @@ def test_aggregated_discovery_shape(version: str, example_group: GroupInfo) -> N
                 "subresource": "status",
                 "responseKind": {"group": GROUP.group, "version": entry["version"], "kind": "Pizza"},
                 "verbs": ["get", "patch", "update"],
-            }
+            },
         ]
         assert resources["toppings"]["scope"] == "Cluster"
         assert "subresources" not in resources["toppings"]
