@@ -19,6 +19,7 @@ from tests.integration.test_fuzz_no_500 import (
     ThreadedServer,
     assert_no_500,
     content_types,
+    create_checked,
     fuzz,
     json_patches,
     keys,
@@ -128,35 +129,30 @@ def baseline(server: ThreadedServer) -> None:
         assert server.send("POST", flunders(), flunder(FLUNDER)).status == 201
 
 
-@fuzz(60)
-@given(
+# What a create and an update of either kind are fuzzed with.
+full_writes = given(
     kind_version=writable,
     changes=mutations,
     content_type=content_types,
     params=queries(st.sampled_from(["dryRun", "fieldValidation", "fieldManager"])),
 )
+
+
+@fuzz(60)
+@full_writes
 def test_create(
     server: ThreadedServer, kind_version: tuple[str, str], changes: Any, content_type: str, params: Any
 ) -> None:
     kind, version = kind_version
     base = fischer("fz-new") if kind == "Fischer" else flunder("fz-new", version)
     body = mutate(base, changes)
-    path = target(kind, version)
-    before = snapshot(server)
-    query = query_string(params)
-    r = server.send("POST", path, body, content_type, query=query)
-    check_write(server, r, before, (path, query, body))
-    if r.status == 201 and "dryRun=All" not in query:
-        assert_no_500(server.request("DELETE", f"{path}/{r.body['metadata']['name']}"), "cleanup")
+    create_checked(
+        server, target(kind, version), body, content_type, params, snapshot=snapshot, check=check_write
+    )
 
 
 @fuzz(60)
-@given(
-    kind_version=writable,
-    changes=mutations,
-    content_type=content_types,
-    params=queries(st.sampled_from(["dryRun", "fieldValidation", "fieldManager"])),
-)
+@full_writes
 def test_update(
     server: ThreadedServer, kind_version: tuple[str, str], changes: Any, content_type: str, params: Any
 ) -> None:
