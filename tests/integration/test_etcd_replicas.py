@@ -22,6 +22,8 @@ pytestmark = pytest.mark.etcd
 
 # One write while etcd elects a new leader may wait for etcd's own request timeout (~7 s).
 WRITE_BOUND = 12.0
+# Writes that may fail while etcd replaces its leader, before the first one succeeds again.
+MAX_FAILED_IN_ELECTION = 3
 
 
 # --- 5. two replicas share one etcd -------------------------------------------------------------
@@ -117,27 +119,28 @@ async def test_writes_continue_when_an_etcd_member_dies(
             acknowledged = [await api.create_pizza("before", [{"name": "tomato"}])]
             await cluster.members[doomed].akill()
 
-            unavailable = 0
+            failed: list[str] = []
             for i in range(10):
                 began = time.monotonic()
                 r = await api.post(api.pizzas_path(), api.pizza(f"p{i}", [{"name": "tomato"}]))
                 assert time.monotonic() - began < WRITE_BOUND, f"write {i} took too long"
                 if r.status in (503, 504):
-                    # Only the write caught by the election may fail: 503 + Retry-After when it
-                    # surely never reached etcd, 504 Timeout when etcd timed out its proposal (it
-                    # may still commit). Which one depends on whether a read happened to meet the
-                    # election first.
-                    assert victim == "leader" and i == 0, r
+                    # Only writes caught by the election may fail: 503 + Retry-After when they surely
+                    # never reached etcd, 504 Timeout when etcd timed out the proposal (it may still
+                    # commit). Usually that is the first write alone, but how long a surviving member
+                    # keeps timing out proposals is etcd's business: what the server owes is that no
+                    # write fails once one has succeeded again, and that none is a 500.
+                    assert victim == "leader" and len(acknowledged) == 1, r
                     assert r.status == 504 or r.headers.get("Retry-After"), r
-                    unavailable += 1
+                    failed.append(f"p{i}")
                     continue
                 assert r.status == 201, r
                 acknowledged.append(r.body)
-            assert unavailable <= (1 if victim == "leader" else 0)
-            if unavailable:
+            assert len(failed) <= (MAX_FAILED_IN_ELECTION if victim == "leader" else 0), failed
+            for name in failed:
                 # A write that timed out inside etcd may still have been committed (a 503 from a lost
                 # leader does not say either). If it was, it is an ordinary object now.
-                r = await api.get(api.pizzas_path(name="p0"))
+                r = await api.get(api.pizzas_path(name=name))
                 if r.status == 200:
                     acknowledged = sorted([*acknowledged, r.body], key=rv)
 
