@@ -25,6 +25,7 @@ undone). The status of a kind with a status subresource is never owned through t
 
 from __future__ import annotations
 
+import functools
 import json
 import unicodedata
 from dataclasses import dataclass
@@ -99,6 +100,12 @@ def _printable(ch: str) -> bool:
     return ch == " " or unicodedata.category(ch)[0] in "LMNPS"
 
 
+@functools.lru_cache(maxsize=1024)
+def _identifier(manager: str, operation: str, version: str, subresource: str) -> str:
+    """Every write names its manager's entries; the few managers of a server repeat endlessly."""
+    return json.dumps([manager, operation, version, subresource])
+
+
 @dataclass(slots=True)
 class Entry:
     manager: str
@@ -112,7 +119,7 @@ class Entry:
     def identifier(self) -> str:
         """BuildManagerIdentifier: an applier keeps its entry across versions."""
         version = "" if self.operation == APPLY else self.api_version
-        return json.dumps([self.manager, self.operation, version, self.subresource])
+        return _identifier(self.manager, self.operation, version, self.subresource)
 
     def encode(self) -> dict[str, Any]:
         entry: dict[str, Any] = {

@@ -7,7 +7,7 @@ which it keeps from the old object) are readable in one place.
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
+import time
 from typing import Any
 
 from apis.meta.uuids import new_uuid
@@ -18,8 +18,18 @@ GENERATED_SUFFIX_LENGTH = 5
 MAX_GENERATED_NAME_LENGTH = 63 - GENERATED_SUFFIX_LENGTH
 
 
+# The last second formatted: every write stamps a time (creationTimestamp, managedFields), and
+# formatting it through datetime was ~2% of a create.
+_formatted: tuple[int, str] = (-1, "")
+
+
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Now, in whole seconds (metav1.Time's JSON form)."""
+    global _formatted
+    second = int(time.time())
+    if _formatted[0] != second:
+        _formatted = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
+    return _formatted[1]
 
 
 def generate_name(base: str) -> str:
