@@ -15,9 +15,11 @@ after list fields, and the list is sorted (pruning.PruneWithOptions sorts them).
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from apis.meta.schemas import OBJECT_META
+from apis.schema.memo import MEMO_LIMIT
 
 Schema = dict[str, Any]
 
@@ -27,7 +29,9 @@ _META_FIELDS = ("apiVersion", "kind", "metadata")
 def prune(obj: Any, schema: Schema | None, *, is_resource_root: bool = True) -> list[str]:
     """Remove, in place, every field of `obj` not allowed by `schema`; return their paths, sorted."""
     removed: list[str] = []
-    _prune(obj, schema, "", removed, embedded=is_resource_root)
+    pruner = _pruner(schema, skip=False, embedded=is_resource_root)
+    if pruner is not None:
+        pruner(obj, "", removed)
     removed.sort()
     return removed
 
@@ -37,12 +41,36 @@ def unknown_fields(obj: Any, schema: Schema | None, *, is_resource_root: bool = 
     return prune(copy.deepcopy(obj), schema, is_resource_root=is_resource_root)
 
 
+# --- compiled walkers -------------------------------------------------------------------------------
+#
+# Every write and every read from storage prunes, so the walk is compiled once per schema node into a
+# closure that knows its node's fields (kube walks its Structural schema, a typed tree; walking the
+# JSON schema dict instead meant looking up "properties", "additionalProperties" and the extensions
+# on every node of every object). A walker takes (value, its path, removed) and changes value in
+# place; None stands for a walker that can never remove anything, which callers skip.
+
+Pruner = Callable[[Any, str, list[str]], None]
+
+# (id(schema), skip, embedded) -> (schema, walker); the schema is kept so that its id stays its own.
+_walkers: dict[tuple[int, bool, bool], tuple[Schema | None, Pruner | None]] = {}
+
+
+def _pruner(schema: Schema | None, *, skip: bool, embedded: bool) -> Pruner | None:
+    """The walker for `schema`: kube's prune (skip=False) or skipPrune (skip=True: this level keeps
+    unknown fields, as under x-kubernetes-preserve-unknown-fields). `embedded` keeps apiVersion, kind
+    and metadata (the resource root and x-kubernetes-embedded-resource objects)."""
+    key = (id(schema), skip, embedded)
+    entry = _walkers.get(key)
+    if entry is None or entry[0] is not schema:
+        if len(_walkers) >= MEMO_LIMIT:
+            _walkers.clear()
+        entry = (schema, _compile(schema, skip, embedded))
+        _walkers[key] = entry
+    return entry[1]
+
+
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
-
-
-def _is_embedded(schema: Schema | None, root: bool) -> bool:
-    return root or bool(schema and schema.get("x-kubernetes-embedded-resource"))
 
 
 def _additional(schema: Schema) -> tuple[bool, Schema | None]:
@@ -53,63 +81,83 @@ def _additional(schema: Schema) -> tuple[bool, Schema | None]:
     return extra is True, None
 
 
-def _prune(x: Any, schema: Schema | None, path: str, removed: list[str], *, embedded: bool = False) -> None:
-    if schema is not None and schema.get("x-kubernetes-preserve-unknown-fields"):
-        _skip_prune(x, schema, path, removed, embedded=embedded)
-        return
-    if isinstance(x, dict):
-        if schema is None:
-            for key in list(x):
-                removed.append(_join(path, key))
-                del x[key]
-            return
-        _prune_fields(x, schema, path, removed, embedded=embedded, keep_unknown=False)
-    elif isinstance(x, list):
-        items = schema.get("items") if schema is not None else None
-        for i, item in enumerate(x):
-            _prune(item, items, f"{path}[{i}]", removed)
+def _compile(schema: Schema | None, skip: bool, embedded: bool) -> Pruner | None:
+    if schema is None:
+        return _drop_everything
+    if not skip and schema.get("x-kubernetes-preserve-unknown-fields"):
+        return _pruner(schema, skip=True, embedded=embedded)
+    fields = _fields_walker(schema, keep_unknown=skip, embedded=embedded)
+    items = schema.get("items")
+    items = items if isinstance(items, dict) else None
+    # skipPrune walks list items only when the schema says what they are; prune always does.
+    item_walker = (
+        (_pruner(items, skip=True, embedded=False) if items is not None else None)
+        if skip
+        else _pruner(items, skip=False, embedded=False)
+    )
+    if fields is None and item_walker is None:
+        return None
 
-
-def _skip_prune(x: Any, schema: Schema, path: str, removed: list[str], *, embedded: bool = False) -> None:
-    """Keep unknown fields at this level, but prune inside the fields the schema does specify."""
-    if isinstance(x, dict):
-        _prune_fields(x, schema, path, removed, embedded=embedded, keep_unknown=True)
-    elif isinstance(x, list):
-        items = schema.get("items")
-        if items is not None:
+    def walk(x: Any, path: str, removed: list[str]) -> None:
+        if isinstance(x, dict):
+            if fields is not None:
+                fields(x, path, removed)
+        elif isinstance(x, list) and item_walker is not None:
             for i, item in enumerate(x):
-                _skip_prune(item, items, f"{path}[{i}]", removed)
+                if isinstance(item, dict | list):
+                    item_walker(item, f"{path}[{i}]", removed)
+
+    return walk
 
 
-def _prune_fields(
-    x: dict[str, Any], schema: Schema, path: str, removed: list[str], *, embedded: bool, keep_unknown: bool
-) -> None:
-    """Prune inside the fields `schema` specifies; the others are dropped unless `keep_unknown`."""
-    props: dict[str, Schema] = schema.get("properties") or {}
-    allowed, extra = _additional(schema)
-    is_embedded = _is_embedded(schema, embedded)
-    for key in list(x):
-        if is_embedded and key in _META_FIELDS:
-            _prune_metadata(x, key, props, path, removed)
-        elif key in props:
-            # Only objects and lists have fields to prune (a scalar is kept whatever its schema).
-            if isinstance(value := x[key], dict | list):
-                _prune(value, props[key], _join(path, key), removed)
-        elif allowed:
-            if isinstance(value := x[key], dict | list):
-                _prune(value, extra, _join(path, key), removed)
-        elif not keep_unknown:
+def _drop_everything(x: Any, path: str, removed: list[str]) -> None:
+    """prune with no schema: an object loses every field; lists are walked for objects inside."""
+    if isinstance(x, dict):
+        for key in list(x):
             removed.append(_join(path, key))
             del x[key]
+    elif isinstance(x, list):
+        for i, item in enumerate(x):
+            if isinstance(item, dict | list):
+                _drop_everything(item, f"{path}[{i}]", removed)
 
 
-def _prune_metadata(
-    x: dict[str, Any], key: str, props: dict[str, Schema], path: str, removed: list[str]
-) -> None:
-    """apiVersion and kind stay as they are; metadata loses the fields ObjectMeta does not have."""
-    if key != "metadata" or not isinstance(x[key], dict):
-        return
+def _fields_walker(schema: Schema, *, keep_unknown: bool, embedded: bool) -> Pruner | None:
+    """An object's fields: each specified one walked by its own schema, map values by
+    additionalProperties, the others dropped unless `keep_unknown`."""
+    props: dict[str, Schema] = schema.get("properties") or {}
+    allowed, extra = _additional(schema)
+    keeps_meta = embedded or bool(schema.get("x-kubernetes-embedded-resource"))
+    # Only objects and lists have fields to prune (a scalar is kept whatever its schema).
+    children = {key: _pruner(sub, skip=False, embedded=False) for key, sub in props.items()}
+    extra_walker = _pruner(extra, skip=False, embedded=False) if allowed else None
+    meta_walker = _metadata_walker(props) if keeps_meta else None
+    nothing_below = meta_walker is None and extra_walker is None
+    if keep_unknown and nothing_below and all(child is None for child in children.values()):
+        return None
+
+    def walk(x: dict[str, Any], path: str, removed: list[str]) -> None:
+        for key in list(x):
+            if keeps_meta and key in _META_FIELDS:
+                # apiVersion and kind stay as they are; metadata loses the fields ObjectMeta lacks.
+                if key == "metadata" and meta_walker is not None and isinstance(x[key], dict):
+                    meta_walker(x[key], _join(path, key), removed)
+            elif key in children:
+                child = children[key]
+                if child is not None and isinstance(value := x[key], dict | list):
+                    child(value, _join(path, key), removed)
+            elif allowed:
+                if extra_walker is not None and isinstance(value := x[key], dict | list):
+                    extra_walker(value, _join(path, key), removed)
+            elif not keep_unknown:
+                removed.append(_join(path, key))
+                del x[key]
+
+    return walk
+
+
+def _metadata_walker(props: dict[str, Schema]) -> Pruner | None:
     meta_schema = props.get("metadata")
     if not (isinstance(meta_schema, dict) and meta_schema.get("properties")):
         meta_schema = OBJECT_META
-    _prune(x[key], meta_schema, _join(path, key), removed)
+    return _pruner(meta_schema, skip=False, embedded=False)
