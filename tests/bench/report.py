@@ -154,6 +154,8 @@ def _other(row: Row, floor: Row | None, sizes: dict[str, Any]) -> str:
         return f"pass {_cell(row, 'pass_ms', floor)} ms, {f.get('pages', 0):.0f} pages"
     if row.workload == "watch" and "lost" in f:
         text = f"lost {f['lost']:.0f}, dup {f['duplicated']:.0f}"
+        if f.get("runs", 1) > 1:
+            text += f"; p99 of {f['runs']:.0f} runs {f['p99_min_ms']:.1f}-{f['p99_max_ms']:.1f}"
         if f.get("sent", sizes["events"]) < sizes["events"]:
             text += f", sent {f['sent']:.0f}/{sizes['events']}"
         return text + (f", {f['watch_failed']:.0f} failed" if f.get("watch_failed") else "")

@@ -69,6 +69,9 @@ class Sizes:
     rate: float
     watch_seconds: float
     verifiers: int
+    # Fan-out runs per configuration; the row is the run with the median p99 (single runs spread by
+    # half their value on this 2-core machine). Losses and duplicates are summed over every run.
+    watch_runs: int
 
     @property
     def page_limit(self) -> int:
@@ -97,6 +100,7 @@ FULL = Sizes(
     rate=50,
     watch_seconds=120,
     verifiers=5,
+    watch_runs=3,
 )
 QUICK = Sizes(
     objects=1_000,
@@ -114,6 +118,7 @@ QUICK = Sizes(
     rate=50,
     watch_seconds=30,
     verifiers=2,
+    watch_runs=1,
 )
 
 READS = frozenset({"get_c1", "get_c8", "list_all", "list_paged"})
@@ -379,7 +384,6 @@ async def watch_fanout(
 ) -> None:
     """watchfan's watchers plus a few verifier streams on an empty namespace; RSS sampled throughout."""
     s = bench.sizes
-    path = pizzas_path(namespace)
     before = await _settled_rss(server)
     peak = before
     done = asyncio.Event()
@@ -391,7 +395,7 @@ async def watch_fanout(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), 0.1)
 
-    async def run() -> tuple[dict[str, float], dict[str, Any]]:
+    async def one_run(path: str) -> tuple[dict[str, float], dict[str, Any]]:
         ready, stop = asyncio.Event(), asyncio.Event()
         verifier = asyncio.create_task(
             verify_watch(server.url, server.client_tls, path, s.verifiers, s.events, ready, stop)
@@ -440,6 +444,11 @@ async def watch_fanout(
             raise ToolError(f"watchfan could not create {result.write_errors} objects: {result.line}")
         return figures, detail
 
+    async def run() -> tuple[dict[str, float], dict[str, Any]]:
+        # Each run watches a namespace of its own, so it sees only the objects its writer creates.
+        namespaces = [f"{namespace}-{i}" for i in range(s.watch_runs)] if s.watch_runs > 1 else [namespace]
+        return median_run([await one_run(pizzas_path(ns)) for ns in namespaces])
+
     sampler = asyncio.create_task(sample())
     try:
         await bench.measure(backend, config, "watch", run)
@@ -448,6 +457,23 @@ async def watch_fanout(
         await sampler
 
     bench.fanout_peaks[(backend, config)] = (before, peak)
+
+
+Measured = tuple[dict[str, float], dict[str, Any]]
+
+
+def median_run(runs: list[Measured]) -> Measured:
+    """The run with the median p99 stands for them all; what went wrong in any run counts."""
+    ordered = sorted(runs, key=lambda run: run[0]["p99_ms"])
+    figures, detail = ordered[(len(ordered) - 1) // 2]
+    figures = dict(figures)
+    for key in ("lost", "duplicated", "watch_failed", "write_errors"):
+        figures[key] = sum(run[0][key] for run in runs)
+    figures["sent"] = min(run[0]["sent"] for run in runs)
+    figures["runs"] = float(len(runs))
+    figures["p99_min_ms"] = ordered[0][0]["p99_ms"]
+    figures["p99_max_ms"] = ordered[-1][0]["p99_ms"]
+    return figures, {**detail, "runs": [run[1] for run in runs]}
 
 
 async def watch_memory(
