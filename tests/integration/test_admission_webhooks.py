@@ -110,6 +110,36 @@ async def test_mutating_webhook_patches_in_its_version_and_defaults_apply(
     assert req["object"]["spec"]["toppings"] == ["salami", "mozzarella", "tomato"]
 
 
+async def test_a_mutation_that_breaks_the_schema_is_invalid(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """The request decoded valid; the webhook's patch is what breaks the schema, and it must not get
+    through: 422 in the schema's words, nothing stored (kube validates a patched object before
+    taking it)."""
+    operations = [{"op": "replace", "path": "/spec/toppings/0/quantity", "value": 0}]
+    async with running_webhook(tmp_path / "hook", patch_with(operations)) as webhook:
+        rules = [pizza_rule(versions=["v1beta1"])]
+        control_plane.objects.mutating.put(
+            configuration("mutate", hook("mutate.example.com", webhook.client_config(), rules=rules))
+        )
+        async with admission_server(tmp_path / "data", control_plane, *NO_TOPPINGS_CHECK) as server:
+            toppings = [{"name": "tomato", "quantity": 2}]
+            status, body, _ = await request(server, "POST", pizzas_path(), pizza("p", toppings))
+            assert status == 422, body
+            assert body["reason"] == "Invalid"
+            # The schema's wording (the strategy's own check would say "must be greater than ...").
+            assert [(c["field"], c["message"]) for c in body["details"]["causes"]] == [
+                (
+                    "spec.toppings[0].quantity",
+                    "Invalid value: 0: spec.toppings[0].quantity in body should be greater than or equal "
+                    "to 1",
+                )
+            ]
+            status, _, _ = await request(server, "GET", pizzas_path(name="p"))
+            assert status == 404
+    assert len(webhook.reviews) == 1
+
+
 async def test_exact_match_policy_does_not_convert(control_plane: ControlPlane, tmp_path: Path) -> None:
     async with running_webhook(tmp_path / "hook", deny_with("v1alpha1 only")) as webhook:
         rules = [pizza_rule(versions=["v1alpha1"])]
