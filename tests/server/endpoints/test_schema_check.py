@@ -1,0 +1,54 @@
+"""The schema check after admission: what decoding validated is not validated again, a change is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apis.restaurant.install import GROUP, PIZZA_KIND
+from apis.runtime.codec import Codec
+from registry.generic.store import Store
+from registry.restaurant.pizza import strategy as pizza
+from server.admission.chain import AdmissionChain
+from server.endpoints.decode import decode_write
+from server.endpoints.schema_check import SchemaCheck
+from server.endpoints.scope import ResourceScope
+
+SCOPE = ResourceScope(
+    GROUP,
+    PIZZA_KIND,
+    "v1beta1",
+    Store(Codec(GROUP.group, PIZZA_KIND), pizza.STRATEGY, None),  # type: ignore[arg-type]
+    AdmissionChain(),
+)
+
+
+def body(quantity: int) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP.group}/v1beta1",
+        "kind": "Pizza",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"toppings": [{"name": "tomato", "quantity": quantity}]},
+    }
+
+
+def test_an_object_as_decoded_passes() -> None:
+    decoded = decode_write(SCOPE, body(2), field_validation="Strict")
+    decoded.hub.metadata["uid"] = "changed by preparation"
+    assert SchemaCheck(SCOPE, decoded)(decoded.hub, None) == []
+
+
+def test_a_change_after_decoding_is_validated() -> None:
+    decoded = decode_write(SCOPE, body(2), field_validation="Strict")
+    hub: Any = decoded.hub
+    hub.spec.toppings[0].quantity = 0  # as a mutating plugin might
+    [error] = SchemaCheck(SCOPE, decoded)(decoded.hub, None)
+    assert (error.field, error.detail) == (
+        "spec.toppings[0].quantity",
+        "spec.toppings[0].quantity in body should be greater than or equal to 1",
+    )
+
+
+def test_an_invalid_request_keeps_its_errors() -> None:
+    decoded = decode_write(SCOPE, body(0), field_validation="Strict")
+    assert [e.field for e in decoded.errors] == ["spec.toppings[0].quantity"]
+    assert [e.field for e in SchemaCheck(SCOPE, decoded)(decoded.hub, None)] == ["spec.toppings[0].quantity"]
