@@ -181,7 +181,7 @@ async def test_requests_fail_fast_while_etcd_is_down_and_recover_by_themselves(
         ) as stream:
             assert stream.status == 200
 
-            await member.akill()
+            await member.akill_after_commit()
             calls = {
                 "get": api.get(api.pizzas_path(name="p0")),
                 "list": api.get(api.pizzas_path()),

@@ -85,7 +85,7 @@ async def test_calls_fail_fast_while_down_and_recover_after_restart(private_etcd
     quick = await open_store(private_etcd.client_url, request_timeout=1.0, compaction_interval=0)
     try:
         acknowledged = [await store.create(f"/toppings/t{i}", str(i).encode()) for i in range(20)]
-        await private_etcd.akill()  # a crash, not a clean shutdown
+        await private_etcd.akill_after_commit()  # a crash, not a clean shutdown
 
         elapsed, err = await timed(store.get("/toppings/t0"))
         assert isinstance(err, Unavailable), err
