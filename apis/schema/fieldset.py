@@ -58,7 +58,18 @@ def field_element(name: str) -> str:
 
 
 def key_element(keys: Mapping[str, Any]) -> str:
-    return "k:" + _go_json(dict(keys))
+    try:
+        # Types are part of the key: 1, 1.0 and True are equal in Python but not in JSON.
+        return _key_element(tuple((k, type(v), v) for k, v in keys.items()))
+    except TypeError:  # a list or map as a key's value: computed each time
+        return "k:" + _go_json(dict(keys))
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_element(items: tuple[tuple[str, type, Any], ...]) -> str:
+    """Every list-map item of every write is keyed (a pizza's toppings by name), and the same few
+    keys recur: Go-style JSON of each was 4 us, a fifth of a create's field tracking."""
+    return "k:" + _go_json({k: v for k, _, v in items})
 
 
 def value_element(value: Any) -> str:
