@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from apis.restaurant.install import GROUP, PIZZA_KIND
@@ -10,7 +11,7 @@ from registry.generic.store import Store
 from registry.restaurant.pizza import strategy as pizza
 from server.admission.chain import AdmissionChain
 from server.endpoints.decode import decode_write
-from server.endpoints.schema_check import SchemaCheck
+from server.endpoints.schema_check import SchemaCheck, as_decoded
 from server.endpoints.scope import ResourceScope
 
 SCOPE = ResourceScope(
@@ -52,3 +53,33 @@ def test_an_invalid_request_keeps_its_errors() -> None:
     decoded = decode_write(SCOPE, body(0), field_validation="Strict")
     assert [e.field for e in decoded.errors] == ["spec.toppings[0].quantity"]
     assert [e.field for e in SchemaCheck(SCOPE, decoded)(decoded.hub, None)] == ["spec.toppings[0].quantity"]
+
+
+SCHEMA = PIZZA_KIND.versions["v1beta1"].schema
+
+
+def prepared(quantity: int = 2) -> tuple[dict[str, Any], Any]:
+    """The versioned object as the check sees it (metadata set by preparation; the hub writes its
+    empty status struct), and the decoding it came from."""
+    decoded = decode_write(SCOPE, body(quantity), field_validation="Strict")
+    decoded.hub.metadata["uid"] = "set by preparation"
+    return SCOPE.codec.to_version(decoded.hub, "v1beta1"), decoded
+
+
+def test_what_counts_as_unchanged_since_decoding() -> None:
+    data, decoded = prepared()
+    assert data["status"] == {} and "status" not in decoded.data
+    assert as_decoded(data, decoded, SCHEMA)  # metadata and an empty status only
+    changed = copy.deepcopy(data)
+    changed["spec"]["toppings"][0]["quantity"] = 3
+    assert not as_decoded(changed, decoded, SCHEMA)
+    dropped = {k: v for k, v in data.items() if k != "spec"}
+    assert not as_decoded(dropped, decoded, SCHEMA)
+    unknown = {**data, "extra": {}}
+    assert not as_decoded(unknown, decoded, SCHEMA)
+    # An empty struct is harmless only where an empty object is valid.
+    strict = copy.deepcopy(SCHEMA)
+    strict["properties"]["status"]["required"] = ["cost"]
+    assert not as_decoded(data, decoded, strict)
+    invalid = decode_write(SCOPE, body(0), field_validation="Strict")
+    assert not as_decoded(data, invalid, SCHEMA)
