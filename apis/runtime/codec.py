@@ -41,6 +41,14 @@ class Codec:
         body = self.kind.versions[version].from_hub(hub)
         return {"apiVersion": self.api_version(version), "kind": self.kind.kind, **body}
 
+    def view(self, hub: HubObject, version: str) -> dict[str, Any]:
+        """`to_version` for a caller that only reads the result, or pops top-level metadata keys:
+        every other value is `hub`'s own, not a copy (encoding, validating, indexing a create's
+        object copied it four times). Neither side may be changed while the other is in use."""
+        versioned = self.kind.versions[version]
+        body = (versioned.from_hub_view or versioned.from_hub)(hub)
+        return {"apiVersion": self.api_version(version), "kind": self.kind.kind, **body}
+
     def from_version(self, data: dict[str, Any], version: str) -> HubObject:
         """A pruned and defaulted versioned dict → hub."""
         return self.kind.versions[version].to_hub(data)
@@ -58,7 +66,7 @@ class Codec:
 
     def encode(self, hub: HubObject) -> bytes:
         """Hub → storage-version JSON. resourceVersion is never stored: it is the key's mod_revision."""
-        data = self.to_version(hub, self.kind.storage_version)
+        data = self.view(hub, self.kind.storage_version)
         data["metadata"].pop("resourceVersion", None)
         data["metadata"].pop("selfLink", None)
         return orjson.dumps(data)

@@ -57,7 +57,9 @@ def _versioned(shape: HubShape, version: str, declared: Version) -> VersionedKin
     # Raises SchemaRulesError where kube would refuse the CRD: the kind cannot be declared, so a
     # server with such a rule does not start.
     rules = compile_rules(declared.schema)
-    return VersionedKind(version, declared.schema, to_hub, from_hub, declared.lifecycle, rules)
+    # A `down` may change what it is given, so only a version in the hub's shape shares values.
+    view = shape.from_hub_view if down is None else None
+    return VersionedKind(version, declared.schema, to_hub, from_hub, declared.lifecycle, rules, view)
 
 
 def declare_kind(

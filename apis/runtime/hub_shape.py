@@ -65,6 +65,9 @@ class HubShape:
     fields: tuple[_Field, ...]
     to_hub: Callable[[Any], Any] = field(compare=False)
     from_hub: Callable[[Any], dict[str, Any]] = field(compare=False)
+    # from_hub for a reader that only reads: maps, lists and scalars are the hub's own (metadata is
+    # a shallow copy, so its top-level keys may be popped). See Codec.view.
+    from_hub_view: Callable[[Any], dict[str, Any]] = field(compare=False)
 
 
 def _to_hub_source(fields: tuple[_Field, ...]) -> list[str]:
@@ -91,19 +94,22 @@ def _to_hub_source(fields: tuple[_Field, ...]) -> list[str]:
     return lines
 
 
-def _from_hub_source(fields: tuple[_Field, ...]) -> list[str]:
-    lines = ["def from_hub(obj):", "    out = {}"]
+def _from_hub_source(fields: tuple[_Field, ...], *, view: bool = False) -> list[str]:
+    name, struct = ("from_hub_view", "v") if view else ("from_hub", "f")
+    lines = [f"def {name}(obj):", "    out = {}"]
     for i, f in enumerate(fields):
         lines.append(f"    v = obj.{f.attr}")
         if f.struct is not None:
-            lines.append(f"    out[{f.json!r}] = f{i}(v)")
+            lines.append(f"    out[{f.json!r}] = {struct}{i}(v)")
             continue
         if f.json == "metadata":
-            lines.append(f"    out[{f.json!r}] = copy_json(v)")
+            lines.append(f"    out[{f.json!r}] = {'dict(v)' if view else 'copy_json(v)'}")
             continue
         written = "v is not None" if f.keep_empty else "v is not None and v != '' and v != [] and v != {}"
         if f.items is not None:
-            value = f"[f{i}(x) for x in v]"
+            value = f"[{struct}{i}(x) for x in v]"
+        elif view:
+            value = "v"
         else:
             value = "copy_json(v)" if f.array else "copy_json(v) if isinstance(v, (dict, list)) else v"
         lines.append(f"    if {written}:")
@@ -112,15 +118,17 @@ def _from_hub_source(fields: tuple[_Field, ...]) -> list[str]:
     return lines
 
 
-def _compile(cls: type, fields: tuple[_Field, ...]) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+def _compile(cls: type, fields: tuple[_Field, ...]) -> tuple[Callable[[Any], Any], ...]:
     namespace: dict[str, Any] = {"cls": cls, "copy_json": copy_json}
     for i, f in enumerate(fields):
         nested = f.struct or f.items
         if nested is not None:
             namespace[f"t{i}"], namespace[f"f{i}"] = nested.to_hub, nested.from_hub
+            namespace[f"v{i}"] = nested.from_hub_view
         namespace[f"d{i}"] = f.default
-    exec("\n".join(_to_hub_source(fields) + _from_hub_source(fields)), namespace)
-    return namespace["to_hub"], namespace["from_hub"]
+    source = _to_hub_source(fields) + _from_hub_source(fields) + _from_hub_source(fields, view=True)
+    exec("\n".join(source), namespace)
+    return namespace["to_hub"], namespace["from_hub"], namespace["from_hub_view"]
 
 
 def hub_shape(
@@ -169,8 +177,8 @@ def hub_shape(
             nested.update({f"{f.json}.{path}": c for path, c in inner.items()})
     cls.__hub_nested__ = nested  # type: ignore[attr-defined]
     frozen = tuple(fields)
-    to_hub, from_hub = _compile(cls, frozen)
-    return HubShape(cls, frozen, to_hub, from_hub)
+    to_hub, from_hub, from_hub_view = _compile(cls, frozen)
+    return HubShape(cls, frozen, to_hub, from_hub, from_hub_view)
 
 
 def nested_class(hub_class: type, path: str) -> type:

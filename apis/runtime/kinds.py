@@ -77,6 +77,8 @@ class VersionedKind:
     lifecycle: Lifecycle | None = None
     # The schema's x-kubernetes-validations, compiled when the kind is declared (None: no rules).
     rules: RuleNode | None = None
+    # from_hub sharing the hub's values, for readers that only read (Codec.view); None: from_hub.
+    from_hub_view: Callable[[Any], dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -273,7 +273,7 @@ def _record_create(codec: Codec, new: Any, request: FieldManager, now: str | Non
     """The common create: nobody owns anything yet, so the creator owns all it set (stripped of
     system metadata and the reset fields) and no comparison is needed."""
     version = request.version
-    data = codec.to_version(new, version)
+    data = codec.view(new, version)  # only read (metadata is its own copy)
     data.get("metadata", {}).pop("managedFields", None)
     skip = (
         frozenset(("status",))

@@ -57,9 +57,9 @@ class SchemaCheck:
             data: dict[str, Any] = decoded.data
             errs = list(decoded.errors)
         else:
-            data = scope.codec.to_version(obj, version)
+            data = scope.codec.view(obj, version)  # only read below
             errs = [] if as_decoded(data, decoded, versioned.schema) else validate(data, versioned.schema)
-        old_data = scope.codec.to_version(old, version) if old is not None else None
+        old_data = scope.codec.view(old, version) if old is not None else None
         if old_data is not None and errs:
             errs = ratchet(errs, data, old_data, versioned.schema)
         if versioned.rules is None:

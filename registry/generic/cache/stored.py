@@ -84,7 +84,7 @@ class StoredObject:
         labels = dict(labels) if labels else _NO_LABELS
         if keep_hub:
             return cls(codec, key, labels, fields, hub=hub)
-        encoded = _dumps(codec.to_version(hub, codec.kind.storage_version))
+        encoded = _dumps(codec.view(hub, codec.kind.storage_version))
         return cls(codec, key, labels, fields, encoded=encoded)
 
     @property

@@ -111,6 +111,22 @@ def test_round_trip_and_no_sharing(case: tuple[dict[str, Any], Any]) -> None:
     assert {k: written.get(k) for k in _non_empty_leaves(value)} == _non_empty_leaves(value)
 
 
+@settings(max_examples=150, deadline=None)
+@given(schema_and_value())
+def test_the_view_writes_the_same_json_and_copies_only_metadata(case: tuple[dict[str, Any], Any]) -> None:
+    """from_hub_view is for readers (encoding, validation): the same JSON as from_hub, its maps and
+    lists the hub's own, and metadata a copy whose top-level keys a reader may pop."""
+    schema, value = case
+    shape = hub_shape("Thing", schema, __name__)
+    hub = shape.to_hub(value)
+    before = shape.from_hub(hub)
+    view = shape.from_hub_view(hub)
+    assert view == before
+    view["metadata"].pop("name")
+    assert hub.metadata == {"name": "n"}
+    assert shape.from_hub(hub) == before
+
+
 def test_awkward_names_and_nested_classes() -> None:
     schema = {
         "type": "object",
