@@ -9,7 +9,7 @@ version writes only what really differs, as two functions between its JSON and t
 (apis/runtime/hub_shape.py).
 
 Conversions never share anything with their input: the watch cache hands one decoded object to
-many readers.
+many readers. The one exception is Codec.view, for callers that only read the result.
 """
 
 from __future__ import annotations

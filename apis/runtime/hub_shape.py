@@ -8,7 +8,8 @@ generic field-by-field interpreter was twice as slow as hand-written conversions
 
 JSON is written the way Go's encoder writes `omitempty` fields: structs (and metadata) always,
 empty values never, except for fields with a schema default, whose `[]` or `""` is written so the
-default does not apply on the next read. Nothing returned shares anything with its input.
+default does not apply on the next read. Nothing returned shares anything with its input, except
+from `from_hub_view`, which is for callers that only read (Codec.view).
 """
 
 from __future__ import annotations
