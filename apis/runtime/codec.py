@@ -38,15 +38,16 @@ class Codec:
         return version
 
     def to_version(self, hub: HubObject, version: str) -> dict[str, Any]:
-        body = self.kind.versions[version].from_hub(hub)
-        return {"apiVersion": self.api_version(version), "kind": self.kind.kind, **body}
+        return self._typed(version, self.kind.versions[version].from_hub(hub))
 
     def view(self, hub: HubObject, version: str) -> dict[str, Any]:
         """`to_version` for a caller that only reads the result, or pops top-level metadata keys:
         every other value is `hub`'s own, not a copy (encoding, validating, indexing a create's
         object copied it four times). Neither side may be changed while the other is in use."""
         versioned = self.kind.versions[version]
-        body = (versioned.from_hub_view or versioned.from_hub)(hub)
+        return self._typed(version, (versioned.from_hub_view or versioned.from_hub)(hub))
+
+    def _typed(self, version: str, body: dict[str, Any]) -> dict[str, Any]:
         return {"apiVersion": self.api_version(version), "kind": self.kind.kind, **body}
 
     def from_version(self, data: dict[str, Any], version: str) -> HubObject:

@@ -15,11 +15,12 @@ after list fields, and the list is sorted (pruning.PruneWithOptions sorts them).
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from typing import Any
 
 from apis.meta.schemas import OBJECT_META
-from apis.schema.memo import MEMO_LIMIT
+from apis.schema.memo import per_schema
 
 Schema = dict[str, Any]
 
@@ -51,22 +52,14 @@ def unknown_fields(obj: Any, schema: Schema | None, *, is_resource_root: bool = 
 
 Pruner = Callable[[Any, str, list[str]], None]
 
-# (id(schema), skip, embedded) -> (schema, walker); the schema is kept so that its id stays its own.
-_walkers: dict[tuple[int, bool, bool], tuple[Schema | None, Pruner | None]] = {}
-
 
 def _pruner(schema: Schema | None, *, skip: bool, embedded: bool) -> Pruner | None:
     """The walker for `schema`: kube's prune (skip=False) or skipPrune (skip=True: this level keeps
     unknown fields, as under x-kubernetes-preserve-unknown-fields). `embedded` keeps apiVersion, kind
     and metadata (the resource root and x-kubernetes-embedded-resource objects)."""
-    key = (id(schema), skip, embedded)
-    entry = _walkers.get(key)
-    if entry is None or entry[0] is not schema:
-        if len(_walkers) >= MEMO_LIMIT:
-            _walkers.clear()
-        entry = (schema, _compile(schema, skip, embedded))
-        _walkers[key] = entry
-    return entry[1]
+    if schema is None:
+        return _drop_everything
+    return _COMPILED[skip, embedded](schema)
 
 
 def _join(path: str, key: str) -> str:
@@ -81,20 +74,14 @@ def _additional(schema: Schema) -> tuple[bool, Schema | None]:
     return extra is True, None
 
 
-def _compile(schema: Schema | None, skip: bool, embedded: bool) -> Pruner | None:
-    if schema is None:
-        return _drop_everything
+def _compile(schema: Schema, skip: bool, embedded: bool) -> Pruner | None:
     if not skip and schema.get("x-kubernetes-preserve-unknown-fields"):
         return _pruner(schema, skip=True, embedded=embedded)
     fields = _fields_walker(schema, keep_unknown=skip, embedded=embedded)
     items = schema.get("items")
     items = items if isinstance(items, dict) else None
     # skipPrune walks list items only when the schema says what they are; prune always does.
-    item_walker = (
-        (_pruner(items, skip=True, embedded=False) if items is not None else None)
-        if skip
-        else _pruner(items, skip=False, embedded=False)
-    )
+    item_walker = None if skip and items is None else _pruner(items, skip=skip, embedded=False)
     if fields is None and item_walker is None:
         return None
 
@@ -161,3 +148,11 @@ def _metadata_walker(props: dict[str, Schema]) -> Pruner | None:
     if not (isinstance(meta_schema, dict) and meta_schema.get("properties")):
         meta_schema = OBJECT_META
     return _pruner(meta_schema, skip=False, embedded=False)
+
+
+# One memo per (skip, embedded) variant, keyed by the schema node (apis/schema/memo.py).
+_COMPILED = {
+    (skip, embedded): per_schema(functools.partial(_compile, skip=skip, embedded=embedded))
+    for skip in (False, True)
+    for embedded in (False, True)
+}
