@@ -53,7 +53,11 @@ atexit.register(_kill_leftovers)
 def spawn(
     argv: list[str], log_path: Path, *, cwd: Path = REPO, env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
-    """Start a process in a session of its own (so its workers can be stopped with it), output to a log."""
+    """Start a process in a session of its own (so its workers can be stopped with it), output to a log.
+
+    Where the kernel groups sessions for scheduling (autogroup), this also gives the server a CPU
+    share of its own against the load tools', as two terminals would; the run's header says so.
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:  # a fresh log: a --keep directory holds old URLs
         proc = subprocess.Popen(
