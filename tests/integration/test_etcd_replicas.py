@@ -129,14 +129,16 @@ async def test_writes_continue_when_an_etcd_member_dies(
                     # never reached etcd, 504 Timeout when etcd timed out the proposal (it may still
                     # commit). Usually that is the first write alone, but how long a surviving member
                     # keeps timing out proposals is etcd's business: what the server owes is that no
-                    # write fails once one has succeeded again, and that none is a 500.
-                    assert victim == "leader" and len(acknowledged) == 1, r
+                    # write fails once one has succeeded again, and that none is a 500. A follower's
+                    # death may cost the first write too (seen once in CI at the storage level): one
+                    # on its way to the dying member cannot be proved unapplied.
+                    assert len(acknowledged) == 1, r
                     assert r.status == 504 or r.headers.get("Retry-After"), r
                     failed.append(f"p{i}")
                     continue
                 assert r.status == 201, r
                 acknowledged.append(r.body)
-            assert len(failed) <= (MAX_FAILED_IN_ELECTION if victim == "leader" else 0), failed
+            assert len(failed) <= (MAX_FAILED_IN_ELECTION if victim == "leader" else 1), failed
             for name in failed:
                 # A write that timed out inside etcd may still have been committed (a 503 from a lost
                 # leader does not say either). If it was, it is an ordinary object now.

@@ -185,7 +185,7 @@ async def test_three_member_cluster_keeps_serving_with_one_member_killed(
         assert [e.key for e in await next_events(events, 1)] == ["/pizzas/ns/before"]
         await members[0].akill()
 
-        failures = 0
+        failures: list[Exception] = []
         for i in range(10):
             elapsed, err = await timed(store.create(f"/pizzas/ns/k{i}", b"x"))
             assert elapsed < 6.0
@@ -197,9 +197,13 @@ async def test_three_member_cluster_keeps_serving_with_one_member_killed(
                 # etcd's own client: repeating it blindly could apply it twice): its outcome is
                 # unknown (→ 504), not "unavailable". On a loaded machine the election can outlast
                 # more than one write's deadline; every write after the election must succeed.
+                # A follower's death may cost the first write too (seen once in CI, in 9 runs here
+                # none): one that was on its way to the dying member, or that gRPC sent before it
+                # saw the connection close, cannot be proved unapplied, and etcd's own client
+                # retries a write only when it was never sent.
                 assert isinstance(err, UnknownOutcome) and len(acknowledged) == 1, err
-                failures += 1
-        assert failures <= (3 if victim == "leader" else 0)
+                failures.append(err)
+        assert len(failures) <= (3 if victim == "leader" else 1), failures
         assert len(acknowledged) >= 10
         seen = await next_events(events, len(acknowledged) - 1)
         assert [(e.key, e.revision) for e in seen] == [(kv.key, kv.mod_revision) for kv in acknowledged[1:]]
