@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,11 +27,10 @@ from storage.etcd_client import (
     prefix_range_end,
 )
 from storage.etcd_compactor import compact_to, run_compactor
-from storage.etcd_watch import compacted_revision, watch_prefix
+from storage.etcd_watch import EtcdWatch, compacted_revision
 from storage.interface import (
     AlreadyExists,
     DeleteCheck,
-    Event,
     FutureRevision,
     KeyValue,
     ListResult,
@@ -265,7 +263,7 @@ class EtcdStorage:
                 raise NotFound(key)
             current = self._kv(kvs[0])
 
-    def watch(self, prefix: str, revision: int) -> EtcdWatchStream:
+    def watch(self, prefix: str, revision: int) -> EtcdWatch:
         """Revision 0 means "from now": from the moment of this call, not of the first iteration.
 
         The stream only opens when the consumer first iterates, and this method cannot wait for etcd,
@@ -274,12 +272,10 @@ class EtcdStorage:
         """
         full = self._full(directory(prefix))
         if revision == 0 and self._seen_revision:
-            return EtcdWatchStream(
-                watch_prefix(
-                    self._conn, full, self._strip, self._seen_revision, self._closed, approximate=True
-                )
+            return EtcdWatch(
+                self._conn, full, self._strip, self._seen_revision, self._closed, approximate=True
             )
-        return EtcdWatchStream(watch_prefix(self._conn, full, self._strip, revision, self._closed))
+        return EtcdWatch(self._conn, full, self._strip, revision, self._closed)
 
     async def current_revision(self) -> int:
         """A quorum read's revision, shared by the readers that arrived while the last one ran."""
@@ -323,26 +319,3 @@ class EtcdStorage:
 def directory(prefix: str) -> str:
     """A list or watch prefix is a directory, as in kube's etcd3 store: "/a" must not match "/ab"."""
     return prefix if prefix.endswith("/") else prefix + "/"
-
-
-class EtcdWatchStream:
-    """A storage watch over etcd. Progress is not offered: the etcd releases this project installs
-    (3.4.23, 3.5.1) may report progress ahead of queued events (etcd-io/etcd#15220), so a watch cache
-    on etcd confirms freshness by reading instead (registry/generic/cache)."""
-
-    __slots__ = ("_events",)
-
-    def __init__(self, events: AsyncGenerator[Event, None]) -> None:
-        self._events = events
-
-    def __aiter__(self) -> EtcdWatchStream:
-        return self
-
-    async def __anext__(self) -> Event:
-        return await self._events.__anext__()
-
-    def request_progress(self) -> bool:
-        return False
-
-    async def aclose(self) -> None:
-        await self._events.aclose()

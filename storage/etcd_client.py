@@ -72,6 +72,9 @@ class Endpoint:
     kv: rpc.KVStub
     watch: rpc.WatchStub
     maintenance: rpc.MaintenanceStub
+    # Whether this member answers progress requests in order (storage/etcd_watch.py); None: not asked
+    # since the last watch stream to it broke.
+    orders_progress: bool | None = None
 
 
 def grpc_target(url: str) -> tuple[str, bool | None]:

@@ -125,8 +125,11 @@ class WatchStream(Protocol):
     def request_progress(self) -> bool:
         """Ask for a PROGRESS event at (at least) the store's revision now, after the events before it.
 
-        False when this backend cannot promise that (etcd before the fix of etcd-io/etcd#15220 may
-        report progress ahead of events still queued); the caller must then not rely on progress.
+        False when this backend cannot promise that now: an etcd member before the fix of
+        etcd-io/etcd#15220 may report progress ahead of events still queued, and a stream that is
+        (re)connecting has no member yet; the caller must then not rely on progress. True does not
+        promise an answer to this very request (etcd 3.6 drops one while a watcher catches up): a
+        caller that waits asks again.
         """
         ...
 
