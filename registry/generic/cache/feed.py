@@ -32,11 +32,14 @@ logger = logging.getLogger(__name__)
 LIST_PAGE = 10_000
 # kube's blockTimeout: how long a read waits for the cache to reach a revision before giving up.
 BLOCK_TIMEOUT = 3.0
-# Without progress notifications the cache cannot know whether a newer revision concerns it; it waits
-# this long for an event already on its way, then the read goes to storage.
+# A read "not older than N" on storage that cannot report progress (an etcd before 3.5.13) waits this
+# long for an event already on its way (N is usually a client's own write), then goes to storage.
 IN_FLIGHT_WAIT = 0.02
-# kube's cacher asks etcd for progress every 100 ms while readers wait; bookmarks are due every
-# second or so, and a progress request then moves their resourceVersion on without writes.
+# kube's progressRequestPeriod: while readers wait, progress is asked for again this often (etcd drops
+# a request while a watcher on the stream is catching up, and a lagging member may answer too low).
+PROGRESS_PERIOD = 0.1
+# Bookmarks are due every second or so; a progress request then moves their resourceVersion on
+# without writes.
 PROGRESS_EVERY = 1.0
 # Objects decoded between two yields to the loop while (re)filling: a large list must not stall it.
 DECODE_BATCH = 200
@@ -66,6 +69,10 @@ class GroupFeed:
         self._stream: st.WatchStream | None = None
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._tasks: list[asyncio.Task[None]] = []
+        # The highest revision a progress request was sent for on the current stream: readers that
+        # wait for that revision or an older one share it (kube's ConditionalProgressRequester).
+        self._asked_for = 0
+        self._asker: asyncio.Task[None] | None = None
         for cache in self.caches:
             cache.feed = self
 
@@ -76,6 +83,8 @@ class GroupFeed:
         self._tasks = [loop.create_task(self._run()), loop.create_task(self._tick())]
 
     async def stop(self) -> None:
+        if self._asker is not None:
+            self._asker.cancel()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -134,6 +143,7 @@ class GroupFeed:
                 self._advance(event.revision)
         finally:
             self._stream = None
+            self._asked_for = 0
             with contextlib.suppress(Exception):
                 await stream.aclose()
 
@@ -198,30 +208,31 @@ class GroupFeed:
         if self.revision >= revision:
             return True
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append((revision, future))
+        waiter = (revision, future)
+        self._waiters.append(waiter)
         try:
             await asyncio.wait_for(future, timeout)
         except TimeoutError:
             return False
+        finally:
+            if not future.done() or future.cancelled():
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
         return True
 
     async def fresh(self) -> int:
         """kube's consistent read from cache: wait until the caches hold every change the store had
         acknowledged when this was called; returns that revision. Raises Unserved when that cannot be
-        confirmed in time (the read then goes to storage, as kube falls back)."""
+        confirmed in time, or at once when the storage cannot report progress (the read then goes to
+        storage, as kube reads etcd when etcd cannot answer progress requests)."""
         if not self.ready:
             raise Unserved
         target = await self.storage.current_revision()
         if self.revision >= target:
             return target
-        if not await self.wait_for(target, self._progress_timeout()):
+        if not self._ask_progress(target) or not await self.wait_for(target):
             raise Unserved
         return target
-
-    def _progress_timeout(self) -> float:
-        """Ask for progress; how long waiting for a revision is worth it depends on the answer."""
-        promised = self._stream is not None and self._stream.request_progress()
-        return BLOCK_TIMEOUT if promised else IN_FLIGHT_WAIT
 
     async def reach(self, revision: int) -> None:
         """A read "not older than `revision`": wait for the caches to get there (kube: 3 s), asking
@@ -234,5 +245,32 @@ class GroupFeed:
         current = await self.storage.current_revision()
         if current < revision:
             raise st.FutureRevision(revision, current)
-        if not await self.wait_for(revision, self._progress_timeout()):
+        timeout = BLOCK_TIMEOUT if self._ask_progress(revision) else IN_FLIGHT_WAIT
+        if not await self.wait_for(revision, timeout):
             raise Unserved
+
+    def _ask_progress(self, revision: int) -> bool:
+        """Make sure progress past `revision` is on its way; False when the storage cannot promise it.
+
+        One request serves every reader waiting for the same revision or an older one: readers that
+        shared one current-revision read ask once. While anyone waits, the request is repeated every
+        PROGRESS_PERIOD until their revisions are reached (or their reads give up)."""
+        stream = self._stream
+        if stream is None:
+            return False
+        if revision > self._asked_for:
+            if not stream.request_progress():
+                return False
+            self._asked_for = revision
+        if self._asker is None:
+            self._asker = asyncio.get_running_loop().create_task(self._ask_while_waiting())
+        return True
+
+    async def _ask_while_waiting(self) -> None:
+        try:
+            while self._waiters:
+                await asyncio.sleep(PROGRESS_PERIOD)
+                if self._waiters and self._stream is not None:
+                    self._stream.request_progress()
+        finally:
+            self._asker = None
