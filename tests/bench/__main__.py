@@ -45,6 +45,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="measure this commit (exported with git archive) instead of the working tree, e.g. HEAD",
     )
     parser.add_argument("--keep", type=Path, metavar="DIR", help="work (data, logs) here and keep it")
+    parser.add_argument(
+        "--aggregated",
+        action="store_true",
+        help="our server and the Go sample-apiserver behind a loopback kube-aggregator on one etcd "
+        "(needs ../shared; --backend, --skip-floor and --plot do not apply)",
+    )
     return parser.parse_args(argv)
 
 
@@ -113,6 +119,10 @@ async def run(args: argparse.Namespace, workdir: Path) -> tuple[list[Row], dict[
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.aggregated:
+        from tests.bench.aggregated import main as aggregated_main
+
+        return aggregated_main(args, describe_host())
     with tempfile.TemporaryDirectory(prefix="pizza-bench-") as tmp:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)

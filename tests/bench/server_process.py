@@ -162,6 +162,14 @@ def rss_bytes(root_pid: int) -> int:
     Summing counts pages shared after fork once per process, which overstates forked workers a
     little; that is the conservative side for a memory target.
     """
+    return sum(tree_rss(root_pid).values())
+
+
+def tree_rss(root_pid: int) -> dict[int, int]:
+    """VmRSS in bytes of a process and each of its descendants, by pid (empty once it is gone).
+
+    Separate figures, for `--aggregated`'s memory per worker next to a single Go process.
+    """
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -173,7 +181,7 @@ def rss_bytes(root_pid: int) -> int:
         # The command name is in parentheses and may hold spaces: ppid is the 2nd field after ")".
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         children.setdefault(ppid, []).append(int(entry.name))
-    total = 0
+    found: dict[int, int] = {}
     pending = [root_pid]
     while pending:
         pid = pending.pop()
@@ -181,11 +189,11 @@ def rss_bytes(root_pid: int) -> int:
         try:
             for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
+                    found[pid] = int(line.split()[1]) * 1024
                     break
         except OSError:
             continue
-    return total
+    return found
 
 
 @dataclass(slots=True)
