@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import statistics
 import time
 from collections.abc import AsyncIterator
@@ -153,9 +154,13 @@ async def request_rows(bench: Bench, deployment: Deployment, via: str) -> None:
         await bench.measure(side.name, via, "watch", fanout)
 
 
-async def _count(side: Side, path: str) -> int:
-    async with api_client(side.direct_url, side.tls) as client:
-        return len((await client.call("GET", path, 200))["items"])
+async def _count(side: Side, path: str) -> float:
+    """Objects in a collection (nan if the LIST fails: the writer's row then says so, the run goes on)."""
+    try:
+        async with api_client(side.direct_url, side.tls) as client:
+            return float(len((await client.call("GET", path, 200))["items"]))
+    except (aiohttp.ClientError, RuntimeError, TimeoutError):
+        return float("nan")
 
 
 async def reads_beside_writes(bench: Bench, reader: Side, writer: Side) -> None:
@@ -189,7 +194,6 @@ async def reads_beside_writes(bench: Bench, reader: Side, writer: Side) -> None:
     namespace = writer_namespace(reader.name)
     path = writer.object_path(namespace)
     window = 2 * (s.get_seconds + 30) + 30
-    began = time.monotonic()
     writing = asyncio.create_task(
         go_tools.watchfan(
             bench.tools,
@@ -204,6 +208,8 @@ async def reads_beside_writes(bench: Bench, reader: Side, writer: Side) -> None:
     )
     try:
         await asyncio.sleep(WRITER_WARMUP)
+        # The objects written during the GETs, counted at both ends: the writer's real rate.
+        first, began = await _count(writer, path), time.monotonic()
         for connections, requests in counts:
             await bench.measure(
                 reader.name,
@@ -211,15 +217,16 @@ async def reads_beside_writes(bench: Bench, reader: Side, writer: Side) -> None:
                 f"get_c{connections}",
                 lambda c=connections, n=requests: get(c, n),
             )
+        last, ended = await _count(writer, path), time.monotonic()
     finally:
-        stopped = time.monotonic()
         writing.cancel()
         with contextlib.suppress(asyncio.CancelledError, ToolError):
             await writing
 
     async def written() -> Measured:
-        objects = await _count(writer, path)
-        return {"rps": objects / max(stopped - began - 0.5, 0.1), "objects": float(objects)}, {}
+        if math.isnan(last - first):
+            raise RuntimeError("could not count the writer's objects")
+        return {"rps": (last - first) / (ended - began), "objects": last - first}, {}
 
     await bench.measure(writer.name, "writer", f"writes_beside_{reader.name}", written)
 
