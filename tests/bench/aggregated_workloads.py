@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import statistics
 import time
@@ -143,7 +144,7 @@ async def request_rows(bench: Bench, deployment: Deployment, via: str) -> None:
             )
     for side in deployment.sides:
         await bench.measure(
-            side.name, via, "list_paged_c4", lambda side=side: paged_concurrent(bench, side, via)
+            side.name, via, "list_paged_c4", functools.partial(paged_concurrent, bench, side, via)
         )
     runs = [ns for ns in fanout_namespaces(bench.sizes.watch_runs) if ns.startswith(f"bench-watch-{via}-")]
     for side in deployment.sides:
@@ -189,7 +190,7 @@ async def reads_beside_writes(bench: Bench, reader: Side, writer: Side) -> None:
 
     for connections, requests in counts:
         await bench.measure(
-            reader.name, "alone", f"get_c{connections}", lambda c=connections, n=requests: get(c, n)
+            reader.name, "alone", f"get_c{connections}", functools.partial(get, connections, requests)
         )
     namespace = writer_namespace(reader.name)
     path = writer.object_path(namespace)
@@ -215,7 +216,7 @@ async def reads_beside_writes(bench: Bench, reader: Side, writer: Side) -> None:
                 reader.name,
                 "other group writes",
                 f"get_c{connections}",
-                lambda c=connections, n=requests: get(c, n),
+                functools.partial(get, connections, requests),
             )
         last, ended = await _count(writer, path), time.monotonic()
     finally:
