@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import random
 import tracemalloc
 
 import orjson
@@ -113,6 +114,44 @@ async def test_pages_read_at_their_revision_while_writes_go_on(storage: Embedded
         assert rest.resource_version == first.resource_version
         now = await toppings.read_list("", ListOptions())
         assert [o.name for o in now.items] == ["b", "bb", "d"]
+    finally:
+        await stop(installation)
+
+
+async def test_pages_at_an_older_revision_count_what_remains_as_storage_does(
+    storage: EmbeddedStorage,
+) -> None:
+    """remainingItemCount of pages read at the first page's revision after creates, deletes and
+    updates on both sides of every cursor: the cache's (counted, not walked) equals storage's."""
+    rng = random.Random(8)
+    names = [f"t{i:02}" for i in range(30)]
+    for name in names[::2]:
+        await storage.create(key(name), topping(name))
+    plain = install(storage)  # no cache: reads through
+    installation = await cached(storage)
+    try:
+        fast, slow = installation.stores["toppings"], plain.stores["toppings"]
+        first = await fast.read_list("", ListOptions(limit=3))
+        present = set(names[::2])
+        for name in rng.sample(names, 20):
+            if name in present:
+                if rng.random() < 0.5:
+                    await storage.delete(key(name))
+                    present.discard(name)
+                else:
+                    await storage.guaranteed_update(key(name), lambda kv: _cost(kv, 7))
+            else:
+                await storage.create(key(name), topping(name))
+                present.add(name)
+        assert await fast.cache.feed.wait_for(await storage.current_revision())
+        token, pages = first.continue_token, 0
+        while token:
+            a = await fast.read_list("", ListOptions(limit=3, continue_token=token))
+            b = await slow.read_list("", ListOptions(limit=3, continue_token=token))
+            assert [o.name for o in a.items] == [o.name for o in b.items]
+            assert (a.continue_token, a.remaining_item_count) == (b.continue_token, b.remaining_item_count)
+            token, pages = a.continue_token, pages + 1
+        assert pages == 4  # 15 objects at the first page's revision, 3 a page
     finally:
         await stop(installation)
 

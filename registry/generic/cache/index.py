@@ -49,6 +49,28 @@ class ObjectIndex:
                 return
             yield by_key[key]
 
+    def count(self, prefix: str, start: str = "") -> int:
+        """How many objects `scan(prefix, start)` yields, by bisection: a page's remainingItemCount
+        must not cost a walk over the rest of the collection."""
+        keys = self._keys
+        lo = bisect.bisect_left(keys, max(prefix, start))
+        hi = bisect.bisect_left(keys, _past(prefix)) if prefix else len(keys)
+        return max(0, hi - lo)
+
+    def count_at(self, prefix: str, start: str, undone: list[CacheEvent]) -> int:
+        """How many objects `scan_at(prefix, start, undone)` yields: the current count, corrected
+        for each key the undone events created or deleted (one pass over the events, not the keys)."""
+        count = self.count(prefix, start)
+        lo = max(prefix, start)
+        for key, before in _undo(undone).items():
+            if key >= lo and key.startswith(prefix):
+                now = key in self._by_key
+                if before is None and now:
+                    count -= 1
+                elif before is not None and not now:
+                    count += 1
+        return count
+
     def scan_at(self, prefix: str, start: str, undone: list[CacheEvent]) -> Iterator[StoredObject]:
         """Like `scan`, but as the state was before the `undone` events (oldest first).
 
@@ -56,9 +78,7 @@ class ObjectIndex:
         `prev` (None when it created the key). Keys changed since then are overlaid on the current
         order; keys deleted since then come back in their place.
         """
-        overlay: dict[str, StoredObject | None] = {}
-        for event in reversed(undone):
-            overlay[event.key] = event.prev
+        overlay = _undo(undone)
         lo = max(prefix, start)
         returning = sorted(
             k for k, o in overlay.items() if o is not None and k >= lo and k.startswith(prefix)
@@ -72,3 +92,16 @@ class ObjectIndex:
             obj = overlay[key] if key in overlay else self._by_key[key]
             if obj is not None:
                 yield obj
+
+
+def _undo(undone: list[CacheEvent]) -> dict[str, StoredObject | None]:
+    """Per key, its state before the oldest of the `undone` events (None: it did not exist)."""
+    overlay: dict[str, StoredObject | None] = {}
+    for event in reversed(undone):
+        overlay[event.key] = event.prev
+    return overlay
+
+
+def _past(prefix: str) -> str:
+    """The smallest string above every string that starts with `prefix` (non-empty)."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)

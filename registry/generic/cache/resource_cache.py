@@ -143,11 +143,13 @@ class ResourceCache:
     def _page(self, prefix: str, options: ListOptions, start: str, revision: int) -> ObjectList:
         """Matching objects from `start` on, as they were at `revision`, up to the limit."""
         current = self.feed.revision
+        undone: list[CacheEvent] | None = None
         if revision >= current:
             objects: Iterator[StoredObject] = self.index.scan(prefix, start)
             revision = current
         elif self.window.covers(revision):
-            objects = self.index.scan_at(prefix, start, self.window.since(revision))
+            undone = self.window.since(revision)
+            objects = self.index.scan_at(prefix, start, undone)
         else:
             raise Unserved  # older than the window: storage answers (or says it was compacted)
         predicate, limit = options.predicate, options.limit
@@ -159,10 +161,20 @@ class ResourceCache:
                 items.append(obj)
                 if limit and len(items) == limit:
                     # As the storage path: a token whenever keys remain, counted only without selectors.
-                    rest = sum(1 for _ in objects) if everything else None
-                    if rest == 0 or (rest is None and next(objects, None) is None):
+                    after = obj.key + "\x00"
+                    rest: int | None = None
+                    if everything:
+                        index = self.index
+                        rest = (
+                            index.count(prefix, after)
+                            if undone is None
+                            else index.count_at(prefix, after, undone)
+                        )
+                        if rest == 0:
+                            break
+                    elif next(objects, None) is None:
                         break
-                    token = encode_continue(obj.key + "\x00", prefix, revision)
+                    token = encode_continue(after, prefix, revision)
                     return ObjectList(items, str(revision), token, rest)
         return ObjectList(items, str(revision))
 
