@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.bench.aggregated_workloads import OTHER_GROUP, OTHER_SERVER
 from tests.bench.report import Row
 
 MAX_ERROR = 60
@@ -59,17 +60,18 @@ def lines(sizes: dict[str, Any]) -> list[Line]:
             Line("list_paged_c4", via, f"LIST limit={sizes['page_limit']}, 4 conns", "rps", True, t(1.5)),
             Line("watch", via, fanout, "p99_ms", False, t(1.0), True, _none_lost),
         ]
-    for conns in (1, 8):
-        out.append(
-            Line(
-                f"get_c{conns}",
-                "other group writes",
-                f"GET {conns} conn{'s' if conns > 1 else ''} while the other group writes 100/s",
-                "rps",
-                True,
-                0.8,
+    for config, who in ((OTHER_GROUP, "the other group"), (OTHER_SERVER, "another server")):
+        for conns in (1, 8):
+            out.append(
+                Line(
+                    f"get_c{conns}",
+                    config,
+                    f"GET {conns} conn{'s' if conns > 1 else ''} while {who} writes 100/s",
+                    "rps",
+                    True,
+                    0.8,
+                )
             )
-        )
     out += [
         Line(
             "rss_objects",
@@ -144,10 +146,12 @@ def _ratio(line: Line, ours: Row | None, go: Row | None) -> float | None:
     return a / b if line.rate else b / a
 
 
-def _cross(rows: dict[tuple[str, str, str], Row], side: str, workload: str) -> tuple[str, float | None]:
+def _cross(
+    rows: dict[tuple[str, str, str], Row], side: str, config: str, workload: str
+) -> tuple[str, float | None]:
     """A reads-beside-writes cell: with/without, and their ratio."""
     alone = rows.get((side, "alone", workload))
-    beside = rows.get((side, "other group writes", workload))
+    beside = rows.get((side, config, workload))
     if alone is None or beside is None:
         return "-", None
     if alone.error or beside.error:
@@ -162,12 +166,14 @@ def judged(rows: Iterable[Row], sizes: dict[str, Any], full_size: bool) -> list[
     out = []
     for line in lines(sizes):
         record: dict[str, Any] = {"workload": line.workload, "path": line.config, "label": line.label}
-        if line.config == "other group writes":
-            record["ours"], ratio = _cross(index, "ours", line.workload)
-            record["go"], go_ratio = _cross(index, "go", line.workload)
-            record["ratio_text"] = f"{ratio:.2f} (Go {go_ratio:.2f})" if ratio and go_ratio else ""
+        if line.config in (OTHER_GROUP, OTHER_SERVER):
+            record["ours"], ratio = _cross(index, "ours", line.config, line.workload)
+            record["go"], go_ratio = _cross(index, "go", line.config, line.workload)
+            record["ratio_text"] = f"{ratio:.2f}" if ratio else ""
+            if ratio and go_ratio:
+                record["ratio_text"] += f" (Go {go_ratio:.2f})"
             failed = ratio is None
-            ours = index.get(("ours", "other group writes", line.workload))
+            ours = index.get(("ours", line.config, line.workload))
         else:
             ours = index.get(("ours", line.config, line.workload))
             go = index.get(("go", line.config, line.workload))
@@ -180,7 +186,7 @@ def judged(rows: Iterable[Row], sizes: dict[str, Any], full_size: bool) -> list[
         record["ratio"] = ratio
         record["target"], record["ok"] = "", ""
         if line.minimum is not None:
-            what = "ours w/ / w/o" if line.config == "other group writes" else "x Go"
+            what = "ours w/ / w/o" if line.config in (OTHER_GROUP, OTHER_SERVER) else "x Go"
             record["target"] = f">= {line.minimum:g} {what}" if what != "x Go" else f">= {line.minimum:g}x Go"
             if failed:
                 record["ok"] = "ERR"

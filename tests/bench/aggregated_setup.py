@@ -3,8 +3,8 @@
 Why both on the cluster's etcd: that is what a user deploys (deploy/ runs the server on an etcd of its
 own, but the Go sample-apiserver, the anchor our targets compare with, uses the cluster's), and a
 shared etcd is where one group's writes can slow another group's reads. The Go server stores under
-/registry/wardle.example.com/wardle.example.com/, ours under /registry/<group>/, so the flunders of
-the two never mix even though both serve wardle.example.com; only restaurant's APIServices are
+/registry/sample-apiserver/ (cluster.GO_ETCD_PREFIX), ours under /registry/<group>/, so the flunders
+of the two never mix even though both serve wardle.example.com; only restaurant's APIServices are
 registered for ours, wardle.example.com's belongs to the Go server.
 """
 
