@@ -276,6 +276,10 @@ class EmbeddedStorage:
         compacted = await self._call(self._log.compact, revision)
         self._compacted = max(self._compacted, compacted)
 
+    async def check_retained(self, revision: int) -> None:
+        """Exact: a one-row read at `revision` (local, and other workers may have compacted)."""
+        await self.list("/", revision=revision, limit=1)
+
     async def check(self) -> None:
         await self._call(self._log.current_revision)
 

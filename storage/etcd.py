@@ -26,7 +26,7 @@ from storage.etcd_client import (
     open_endpoint,
     prefix_range_end,
 )
-from storage.etcd_compactor import compact_to, run_compactor
+from storage.etcd_compactor import compact_to, recorded_compaction, run_compactor
 from storage.etcd_watch import EtcdWatch, compacted_revision
 from storage.interface import (
     AlreadyExists,
@@ -44,6 +44,9 @@ from storage.revision_reads import SharedRevisionReads
 
 # kube-apiserver's --etcd-healthcheck-timeout default: /readyz must answer well before probes time out.
 HEALTHCHECK_TIMEOUT = 2.0
+# How often check_retained re-reads the compaction kube's compactors record (the cacher's
+# compactorPollPeriod).
+COMPACTION_POLL = 15.0
 
 
 @dataclass(slots=True)
@@ -107,9 +110,17 @@ class EtcdStorage:
         # The newest store revision any answer has shown us; see watch().
         self._seen_revision = 0
         self._revision_reads = SharedRevisionReads(self.revision_now)
+        # The newest compaction this client knows of (check_retained), and when it last read etcd's.
+        self._compacted = 0
+        self._compaction_read_at = -COMPACTION_POLL
 
     def start_compactor(self, interval: float) -> None:
-        self._compactor = asyncio.create_task(run_compactor(self._conn, interval), name="etcd-compactor")
+        self._compactor = asyncio.create_task(
+            run_compactor(self._conn, interval, self._learn_compaction), name="etcd-compactor"
+        )
+
+    def _learn_compaction(self, revision: int) -> None:
+        self._compacted = max(self._compacted, revision)
 
     # -- keys and values -------------------------------------------------------------------------
 
@@ -149,6 +160,7 @@ class EtcdStorage:
         details = err.details() or ""
         if err.code() == grpc.StatusCode.OUT_OF_RANGE and "compacted" in details:
             oldest = await compacted_revision(self._conn, self._full("/"))
+            self._learn_compaction(oldest)
             return TooOldResourceVersion(revision, oldest or revision + 1, self._seen_revision)
         if err.code() == grpc.StatusCode.OUT_OF_RANGE and "future" in details:
             return FutureRevision(revision, await self.current_revision())
@@ -290,6 +302,23 @@ class EtcdStorage:
             await compact_to(self._conn, revision)
         except grpc.aio.AioRpcError as err:
             raise await self._translate(err, "", revision) from err
+        self._learn_compaction(revision)
+
+    async def check_retained(self, revision: int) -> None:
+        """From what this client knows, re-reading compact_rev_key at most every COMPACTION_POLL:
+        a page or a resumed watch served from the cache costs no round trip (kube's cacher trims its
+        snapshots the same way). A compaction by etcd's own --auto-compaction is not recorded there;
+        it is learnt when a read meets it."""
+        now = asyncio.get_running_loop().time()
+        if now - self._compaction_read_at >= COMPACTION_POLL:
+            self._compaction_read_at = now
+            try:
+                self._learn_compaction(await recorded_compaction(self._conn))
+            except (StorageError, grpc.aio.AioRpcError):
+                self._compaction_read_at = now - COMPACTION_POLL  # ask again next time
+                raise
+        if revision < self._compacted:
+            raise TooOldResourceVersion(revision, self._compacted, self._seen_revision)
 
     async def check(self) -> None:
         """A quorum read with a short deadline: what kube's etcd readiness check does."""

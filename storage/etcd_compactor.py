@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
@@ -82,7 +83,23 @@ async def compact_to(conn: EtcdConnection, revision: int) -> None:
         raise
 
 
-async def run_compactor(conn: EtcdConnection, interval: float) -> None:
+async def recorded_compaction(conn: EtcdConnection) -> int:
+    """The revision the last compaction by kube's protocol compacted to (compact_rev_key's value;
+    kube's etcd3 compactor reads the same), 0 when none was recorded."""
+
+    async def send(endpoint: Endpoint, left: float) -> rpc.RangeResponse:
+        return await endpoint.kv.Range(rpc.RangeRequest(key=COMPACT_REV_KEY), timeout=left)
+
+    resp = await conn.call(send, idempotent=True, key=COMPACT_REV_KEY.decode())
+    try:
+        return int(resp.kvs[0].value) if resp.kvs else 0
+    except ValueError:
+        return 0
+
+
+async def run_compactor(
+    conn: EtcdConnection, interval: float, on_compacted: Callable[[int], None] = lambda _: None
+) -> None:
     """Compact every `interval` seconds until cancelled; a failed round is logged and retried next tick."""
     state = CompactState()
     while True:
@@ -93,4 +110,5 @@ async def run_compactor(conn: EtcdConnection, interval: float) -> None:
             log.warning("etcd compaction failed: %s", err)
             continue
         if compacted:
+            on_compacted(compacted)
             log.info("etcd: compacted to revision %d", compacted)

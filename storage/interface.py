@@ -207,6 +207,16 @@ class Interface(Protocol):
         """Forget history at or below `revision`; reads and watches from there get TooOld."""
         ...
 
+    async def check_retained(self, revision: int) -> None:
+        """Raise TooOldResourceVersion when history before `revision` is known to be compacted.
+
+        For a watch cache serving a page or a resumed watch at an older revision from its own memory:
+        the answer may come from what the backend knows rather than a round trip (etcd: its own
+        compactions and the revision kube's compactors record, re-read every 15 s as kube's cacher
+        does), so a compaction by another client moments ago may still pass, as with kube's list
+        snapshots; the objects served are the revision's either way."""
+        ...
+
     async def check(self) -> None:
         """Raise Unavailable when the backend cannot serve; used by /readyz."""
         ...

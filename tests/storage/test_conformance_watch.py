@@ -165,6 +165,10 @@ async def test_compaction_makes_older_reads_and_watches_too_old(store: Interface
         await store.list("/toppings/", revision=first.mod_revision)
     with pytest.raises(TooOldResourceVersion):
         await next_event(store.watch("/toppings/", first.mod_revision))
+    with pytest.raises(TooOldResourceVersion):
+        await store.check_retained(first.mod_revision)
+    await store.check_retained(third.mod_revision)
+    await store.check_retained(third.mod_revision + 1)
 
     # The state at the compacted revision itself is intact, and so is everything after it.
     assert (await store.get("/toppings/cheese", revision=third.mod_revision)).value == b"v3"

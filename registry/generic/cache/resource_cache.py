@@ -138,7 +138,7 @@ class ResourceCache:
         The window may hold events older than storage's history (a compaction right after a write);
         a watch or list from such a revision must still be refused, as a read at it would be.
         """
-        await self.feed.storage.list(self.prefix, revision=revision, limit=1)
+        await self.feed.storage.check_retained(revision)
 
     def _page(self, prefix: str, options: ListOptions, start: str, revision: int) -> ObjectList:
         """Matching objects from `start` on, as they were at `revision`, up to the limit."""
