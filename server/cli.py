@@ -21,6 +21,7 @@ from server.app import build_app
 from server.config import Config, build_config, write_admin_kubeconfig
 from server.options import Options, parse_args
 from server.serving.connection_buffers import TLSSite
+from server.serving.http2 import Http2Settings
 from server.serving.request_limits import RequestLimits
 
 logger = logging.getLogger("pizza-apiserver")
@@ -56,6 +57,11 @@ async def serve(
             reuse_port=worker or None,
             limits=RequestLimits(serving.read_header_timeout, serving.idle_timeout, serving.max_header_bytes),
             max_connections=serving.max_connections,
+            http2=None
+            if serving.disable_http2_serving
+            else Http2Settings.from_flags(
+                serving.http2_max_streams_per_connection, serving.max_header_bytes, serving.idle_timeout
+            ),
         )
         await site.start()
         url = server_url(options.serving.bind_address, runner.addresses[0][1])

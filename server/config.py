@@ -180,7 +180,10 @@ async def start_security(options: Options, serving: ServingCerts, tls: Reloading
 async def build_config(options: Options) -> Config:
     serving = await asyncio.to_thread(prepare_certs, options)
     policy = TLSPolicy.from_flags(
-        options.serving.tls_min_version, options.serving.tls_cipher_suites, options.serving.curve_ids
+        options.serving.tls_min_version,
+        options.serving.tls_cipher_suites,
+        options.serving.curve_ids,
+        http2=not options.serving.disable_http2_serving,
     )
     tls = await ReloadingTLS.load(
         serving.cert_path, serving.key_path, [serving.client_ca_path], policy=policy

@@ -38,9 +38,13 @@ from typing import cast
 
 from aiohttp import web
 
+from server.serving.extra_info import DIRECT_WRITE, PEER_CERTIFICATE_DER
 from server.serving.heap_trim import HeapTrimmer
+from server.serving.http2 import DEFAULT_HTTP2, Http2Settings, h2_handlers
 from server.serving.rate_limited_log import RateLimitedLog
 from server.serving.request_limits import RequestLimits, bounded_handlers
+
+__all__ = ["DIRECT_WRITE", "PEER_CERTIFICATE_DER", "CompactSSLProtocol", "TLSSite", "compact_tls_protocols"]
 
 logger = logging.getLogger(__name__)
 refusals = RateLimitedLog(logger)
@@ -54,10 +58,6 @@ RECEIVE_SIZE = 64 * 1024
 # outgoing MemoryBIO grows to (its buffer never shrinks while the connection lives).
 WRITE_CHUNK = 64 * 1024
 
-# get_extra_info name: the client certificate's DER (None without one), made once per connection.
-PEER_CERTIFICATE_DER = "peer_certificate_der"
-# get_extra_info name: `write_small(data) -> bool`, for writers of many small chunks (watch events).
-DIRECT_WRITE = "direct_write"
 
 _WRAPPED = sslproto.SSLProtocolState.WRAPPED
 
@@ -109,6 +109,7 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
         "_count",
         "_eof_received",
         "_extra",
+        "_h2_factory",
         "_handshake_start_time",
         "_handshake_timeout_handle",
         "_incoming",
@@ -146,7 +147,9 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
         trimmer: HeapTrimmer | None = None,
         count: ConnectionCount | None = None,
         handshake_timeout: float | None = None,
+        h2_factory: Callable[[], asyncio.BaseProtocol] | None = None,
     ) -> None:
+        self._h2_factory = h2_factory
         self._handshake_start_time: float | None = None
         self._handshake_timeout_handle: asyncio.TimerHandle | None = None
         self._shutdown_timeout_handle: asyncio.TimerHandle | None = None
@@ -169,6 +172,14 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
         return self._ssl_buffer_view
 
     def _on_handshake_complete(self, handshake_exc: BaseException | None) -> None:
+        # The one place that knows the negotiated protocol before the application protocol sees the
+        # connection: a client that chose h2 by ALPN gets the HTTP/2 protocol (server.serving.http2)
+        # instead of the HTTP/1.1 handler made at accept, which then never starts.
+        if handshake_exc is None and self._h2_factory is not None:
+            sslobj = self._sslobj
+            if sslobj is not None and sslobj.selected_alpn_protocol() == "h2":
+                self._set_app_protocol(self._h2_factory())
+        self._h2_factory = None
         super()._on_handshake_complete(handshake_exc)
         # asyncio keeps the client certificate parsed into a dict for get_extra_info("peercert"):
         # ~1.3 KiB per connection for a value nothing here reads (authentication takes the DER from
@@ -300,10 +311,12 @@ def compact_tls_protocols(
     trimmer: HeapTrimmer | None = None,
     count: ConnectionCount | None = None,
     handshake_timeout: float | None = None,
+    h2_factory: Callable[[], asyncio.BaseProtocol] | None = None,
 ) -> Callable[[], asyncio.BaseProtocol]:
     """A protocol factory for ``loop.create_server`` (without ``ssl=``) that puts TLS in front of
     ``protocol_factory``'s protocols, as ``create_server(ssl=context)`` would, but compactly; beyond
-    ``count``'s limit, connections are closed at once (a rate-limited log line says so)."""
+    ``count``'s limit, connections are closed at once (a rate-limited log line says so). Connections
+    that negotiate h2 by ALPN get ``h2_factory``'s protocol instead."""
     loop = asyncio.get_running_loop()
 
     def factory() -> asyncio.BaseProtocol:
@@ -317,6 +330,7 @@ def compact_tls_protocols(
             trimmer=trimmer,
             count=count,
             handshake_timeout=handshake_timeout,
+            h2_factory=h2_factory,
         )
 
     return factory
@@ -328,10 +342,22 @@ class TLSSite(web.BaseSite):
     Use it where ``web.TCPSite(runner, host, port, ssl_context=...)`` was; ``runner.addresses`` and
     shutdown work the same. Requests are read by ``BoundedRequestHandler`` under ``limits`` (Go's
     http.Server timeouts and header limit), and at most ``max_connections`` are open at once (0: no
-    limit); more are closed as soon as they are accepted.
+    limit); more are closed as soon as they are accepted. With ``http2`` (the default), connections
+    whose client chose h2 by ALPN are served by ``server.serving.http2``; the context must offer h2
+    exactly when it is set (``TLSPolicy.alpn``).
     """
 
-    __slots__ = ("_count", "_host", "_limits", "_port", "_reuse_address", "_reuse_port", "_sock", "_trimmer")
+    __slots__ = (
+        "_count",
+        "_host",
+        "_http2",
+        "_limits",
+        "_port",
+        "_reuse_address",
+        "_reuse_port",
+        "_sock",
+        "_trimmer",
+    )
 
     def __init__(
         self,
@@ -346,9 +372,11 @@ class TLSSite(web.BaseSite):
         reuse_port: bool | None = None,
         limits: RequestLimits | None = None,
         max_connections: int = 0,
+        http2: Http2Settings | None = DEFAULT_HTTP2,
     ) -> None:
         super().__init__(runner, ssl_context=ssl_context, backlog=backlog)
         self._limits = limits or RequestLimits()
+        self._http2 = http2
         self._count = ConnectionCount(max_connections)
         self._host, self._port, self._sock = host, port, sock
         self._reuse_address, self._reuse_port = reuse_address, reuse_port
@@ -379,6 +407,7 @@ class TLSSite(web.BaseSite):
             count=self._count,
             # Go's tlsHandshakeTimeout: the read-header timeout when no read timeout is set.
             handshake_timeout=self._limits.read_header_timeout or None,
+            h2_factory=h2_handlers(server, self._http2) if self._http2 is not None else None,
         )
         if self._sock is not None:
             self._server = await loop.create_server(factory, sock=self._sock, backlog=self._backlog)

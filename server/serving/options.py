@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.flags import CommaList, add_duration, add_int, add_list, add_path
+from server.flags import CommaList, add_bool, add_duration, add_int, add_list, add_path
 from server.serving.cipher_suites import TLS_VERSIONS, cipher_problems
 from server.serving.curves import curve_problems
 
@@ -50,6 +50,8 @@ class ServingOptions:
     read_header_timeout: float = READ_HEADER_TIMEOUT
     idle_timeout: float = IDLE_TIMEOUT
     max_header_bytes: int = MAX_HEADER_BYTES
+    disable_http2_serving: bool = False
+    http2_max_streams_per_connection: int = 0  # 0: kube's generic apiserver default, 100
     # derived by complete(): extra IP SANs for the generated serving certificate
     serving_cert_ip_addresses: list[str] = field(default_factory=list)
 
@@ -122,6 +124,8 @@ class ServingOptions:
         ):
             if value < 0:
                 problems.append(f"{flag} can not be negative value")
+        if self.http2_max_streams_per_connection < 0:
+            problems.append("--http2-max-streams-per-connection can not be negative value")
         if self.max_header_bytes < 4096:
             problems.append("--max-header-bytes must be at least 4096")
         return problems
@@ -222,6 +226,19 @@ class ServingOptions:
             d.max_header_bytes,
             "The maximum size of a request's line and headers together (Go's MaxHeaderBytes); larger "
             "requests are answered 431.",
+        )
+        add_bool(
+            g,
+            "--disable-http2-serving",
+            d.disable_http2_serving,
+            "If true, HTTP2 serving will be disabled [default=false]",
+        )
+        add_int(
+            g,
+            "--http2-max-streams-per-connection",
+            d.http2_max_streams_per_connection,
+            "The limit that the server gives to clients for the maximum number of streams in an HTTP/2 "
+            "connection. Zero means kube's default for a generic apiserver, 100.",
         )
 
 

@@ -177,13 +177,18 @@ def notify_connection_lost(request: BaseRequest, callback: Callable[[], object] 
     connection is not one of ours, so the caller must look at its transport itself.
 
     aiohttp does not cancel a handler whose client left (kube cancels the request's context): a
-    long-running response (a watch) learns of it here instead of polling its transport.
+    long-running response (a watch) learns of it here instead of polling its transport. Over HTTP/2
+    the stream's reset by the client counts as its connection going.
     """
     protocol = request.protocol
-    if not isinstance(protocol, BoundedRequestHandler):
-        return False
-    protocol._on_lost = callback
-    return True
+    if isinstance(protocol, BoundedRequestHandler):
+        protocol._on_lost = callback
+        return True
+    # An HTTP/2 stream (imported here: http2 imports this module's settings): its RST_STREAM, or
+    # its connection's end, is what a closed connection is to HTTP/1.1.
+    from server.serving.http2 import notify_stream_lost
+
+    return notify_stream_lost(protocol, callback)
 
 
 def _peer(transport: asyncio.BaseTransport | None) -> str:

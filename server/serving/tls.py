@@ -28,13 +28,16 @@ from server.serving.file_stamp import DEFAULT_CHECK_INTERVAL, FileStamp, stamp_a
 
 logger = logging.getLogger(__name__)
 
-ALPN_PROTOCOLS = ["http/1.1"]
+# HTTP/2 first, as Go's http.Server offers it unless kube's --disable-http2-serving is set.
+ALPN_PROTOCOLS = ("h2", "http/1.1")
+HTTP1_ONLY = ("http/1.1",)
 
 
 @dataclass(frozen=True, slots=True)
 class TLSPolicy:
     """What the handshake may negotiate: kube's --tls-min-version, --tls-cipher-suites and
-    --tls-curve-preferences.
+    --tls-curve-preferences; and the application protocols offered by ALPN (``h2`` unless
+    ``--disable-http2-serving``, which ``TLSSite`` must agree with).
 
     The default is Go's server defaults: TLS ≥ 1.2, Go's TLS 1.2 suites (TLS 1.3 suites are not
     configurable in either) and Go's key exchange groups (``server.serving.curves``). Below TLS 1.2
@@ -45,10 +48,13 @@ class TLSPolicy:
     minimum_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
     cipher_string: str = openssl_cipher_string([])
     groups: str = ""  # "" when built: Go's defaults, computed at first use (needs OpenSSL probing)
+    # A bare policy offers HTTP/1.1 only: its contexts may serve a plain aiohttp site, which cannot
+    # answer h2; the server's (``from_flags``) offers h2 too, served by ``TLSSite``.
+    alpn: tuple[str, ...] = HTTP1_ONLY
 
     @classmethod
     def from_flags(
-        cls, min_version: str, cipher_suites: list[str], curve_ids: Sequence[int] = ()
+        cls, min_version: str, cipher_suites: list[str], curve_ids: Sequence[int] = (), http2: bool = True
     ) -> TLSPolicy:
         minimum = tls_version(min_version)
         ciphers = openssl_cipher_string(cipher_suites)
@@ -56,7 +62,7 @@ class TLSPolicy:
             minimum = ssl.TLSVersion.TLSv1_3
         elif minimum < ssl.TLSVersion.TLSv1_2:
             ciphers += ":@SECLEVEL=0"
-        return cls(minimum, ciphers, groups_list(tuple(curve_ids)))
+        return cls(minimum, ciphers, groups_list(tuple(curve_ids)), ALPN_PROTOCOLS if http2 else HTTP1_ONLY)
 
     def apply(self, context: ssl.SSLContext) -> None:
         with warnings.catch_warnings():  # ssl deprecates TLSv1/TLSv1_1; kube's flag still allows them
@@ -65,6 +71,7 @@ class TLSPolicy:
         if self.cipher_string:
             context.set_ciphers(self.cipher_string)
         apply_groups(context, self.groups or groups_list(()))
+        context.set_alpn_protocols(list(self.alpn))
 
 
 DEFAULT_POLICY = TLSPolicy()
@@ -89,7 +96,6 @@ def build_server_context(
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     policy.apply(context)
     context.load_cert_chain(certfile=cert_path, keyfile=key_path)
-    context.set_alpn_protocols(ALPN_PROTOCOLS)
     for ca_path in client_ca_paths:
         context.load_verify_locations(cafile=ca_path)
     if extra_client_cas.strip():

@@ -1,0 +1,971 @@
+"""HTTP/2 over TLS (ALPN "h2") for the same aiohttp Application and handler chain as HTTP/1.1.
+
+Why: kube-aggregator (Go's transport) speaks HTTP/2 to a backend that offers h2, so every proxied
+request and watch of a cluster shares one multiplexed TLS connection, as it does with kube's own
+servers. Offering only http/1.1 made each concurrent proxied request a TLS connection of its own
+(about 100 at 64 concurrent GETs, handshakes beyond the aggregator's 25 idle connections per host).
+
+How: the framing, HPACK, stream states and flow-control bookkeeping are python-hyper's ``h2`` (the
+library hypercorn uses). ``H2Protocol`` sits where ``BoundedRequestHandler`` sits for HTTP/1.1 —
+the application protocol under ``CompactSSLProtocol``, which picks it after the handshake when ALPN
+chose "h2" — and turns each stream into an aiohttp ``web.Request`` built by the Application's own
+request factory, run through the same handler chain, with:
+
+- ``_Stream`` as the request's ``protocol`` (what ``request.protocol`` / ``request.transport`` /
+  ``request.remote`` read), whose ``transport`` is a per-stream ``_StreamTransport``: the client
+  certificate and every other ``get_extra_info`` come from the TLS connection, while ``write``,
+  ``abort``, ``is_closing`` and the direct watch writes act on this stream only;
+- ``_Body``, aiohttp's ``StreamReader`` fed from DATA frames, returning flow control to the client
+  as the handler reads (so a stream buffers at most its 256 KiB window);
+- ``_Writer``, an ``AbstractStreamWriter`` turning the response into HEADERS and DATA frames within
+  the client's connection and stream windows; a stream waiting for WINDOW_UPDATE waits alone.
+
+Requests carry HTTP version 1.1 towards aiohttp (its ``StreamResponse`` refuses chunked responses for
+any other version, and watches are chunked); the writer drops HTTP/1.1's connection-specific headers
+and chunk framing. Settings follow kube's ``SecureServingInfo.Serve`` (k8s.io/apiserver
+pkg/server/secure_serving.go) over Go's x/net/http2 server: MAX_CONCURRENT_STREAMS 100 unless
+``--http2-max-streams-per-connection`` says otherwise, 256 KiB stream windows and read frames
+(``resourceBody99Percentile``), a connection window of that times the stream limit, the 90 s idle
+timeout, and a header list limit of ``MaxHeaderBytes`` + 320 answered, as Go does, with a 431 on
+that stream. A client's RST_STREAM ends its stream as a closed connection ends an HTTP/1.1 request
+(a watch is woken through ``notify_connection_lost`` and ends; its writes, and any other handler's,
+go nowhere; the task is cancelled only if aiohttp's ``handler_cancellation`` asks for it); graceful
+shutdown sends GOAWAY and lets the streams under way finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.exceptions
+import h2.settings
+from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.compression_utils import ZLibCompressor
+from aiohttp.http import HttpVersion11, RawRequestMessage
+from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
+from aiohttp.web_exceptions import HTTPException
+from aiohttp.web_server import Server
+from hyperframe.frame import GoAwayFrame
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
+
+from server.serving.extra_info import DIRECT_WRITE, PEER_CERTIFICATE_DER
+from server.serving.options import IDLE_TIMEOUT, MAX_HEADER_BYTES
+from server.serving.rate_limited_log import RateLimitedLog
+
+logger = logging.getLogger(__name__)
+client_errors = RateLimitedLog(logger)
+
+# kube's generic apiserver when --http2-max-streams-per-connection is 0 (kube-apiserver itself sets 1000).
+DEFAULT_MAX_STREAMS = 100
+# kube's resourceBody99Percentile: MaxUploadBufferPerStream (the stream window) and MaxReadFrameSize.
+STREAM_WINDOW = 256 * 1024
+MAX_READ_FRAME = 256 * 1024
+# Go's http2 maxHeaderListSize: MaxHeaderBytes + typicalHeaders (10) * perFieldOverhead (32).
+HEADER_LIST_SLACK = 10 * 32
+# Header lists up to this many times the limit are decoded and answered 431 on their stream, as Go
+# does; HPACK state cannot survive skipping a block, so beyond it the connection ends (a client
+# that ignores our SETTINGS_MAX_HEADER_LIST_SIZE by that much is not one to keep).
+DECODE_FACTOR = 4
+# A writer waits while more than this is queued on its stream (the client's window is closed, or
+# the TLS connection is paused); small enough that 100 streams keep only a few MB per connection.
+STREAM_HIGH_WATER = 64 * 1024
+# Queued frames go to the TLS transport once this much is waiting, so its flow control applies
+# within one long write too; smaller writes are gathered until the loop's next turn.
+FLUSH_AT = 64 * 1024
+# The initial connection window every HTTP/2 endpoint starts with (RFC 9113 6.9.2).
+DEFAULT_WINDOW = 65_535
+
+# Connection-specific fields HTTP/2 forbids (RFC 9113 8.2.2); aiohttp adds some for HTTP/1.1.
+_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"})
+_TOO_LARGE_BODY = b"<h1>HTTP Error 431</h1><p>Request Header Field(s) Too Large</p>"
+_CANCEL = h2.errors.ErrorCodes.CANCEL
+_NO_ERROR = h2.errors.ErrorCodes.NO_ERROR
+_INTERNAL_ERROR = h2.errors.ErrorCodes.INTERNAL_ERROR
+_REFUSED_STREAM = h2.errors.ErrorCodes.REFUSED_STREAM
+_PROTOCOL_ERROR = h2.errors.ErrorCodes.PROTOCOL_ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class Http2Settings:
+    """What a connection advertises and enforces (kube's http2.Server options)."""
+
+    max_concurrent_streams: int = DEFAULT_MAX_STREAMS
+    stream_window: int = STREAM_WINDOW
+    max_read_frame_size: int = MAX_READ_FRAME
+    max_header_bytes: int = MAX_HEADER_BYTES
+    idle_timeout: float = IDLE_TIMEOUT
+
+    @classmethod
+    def from_flags(cls, max_streams: int, max_header_bytes: int, idle_timeout: float) -> Http2Settings:
+        """``max_streams`` 0 is kube's default (100)."""
+        return cls(
+            max_streams or DEFAULT_MAX_STREAMS, max_header_bytes=max_header_bytes, idle_timeout=idle_timeout
+        )
+
+    @property
+    def connection_window(self) -> int:
+        """Go's MaxUploadBufferPerConnection as kube sizes it: every stream's window at once."""
+        return self.stream_window * self.max_concurrent_streams
+
+    @property
+    def header_list_limit(self) -> int:
+        return self.max_header_bytes + HEADER_LIST_SLACK
+
+
+DEFAULT_HTTP2 = Http2Settings()
+
+
+class _Connection(h2.connection.H2Connection):
+    """h2's connection, decoding header lists past the advertised limit (see ``DECODE_FACTOR``).
+
+    h2 sets the HPACK decoder's limit to SETTINGS_MAX_HEADER_LIST_SIZE once the client acknowledges
+    it, and a list over it then ends the whole connection; Go instead answers that one stream 431.
+    """
+
+    decode_limit: int = 0
+
+    def _local_settings_acked(self) -> Any:
+        changes = super()._local_settings_acked()
+        if self.decode_limit:
+            self.decoder.max_header_list_size = self.decode_limit
+        return changes
+
+
+class _Body(StreamReader):
+    """A request body from DATA frames; what the handler reads is given back to the client's window."""
+
+    __slots__ = ("_on_read",)
+
+    def __init__(
+        self, stream: _Stream, loop: asyncio.AbstractEventLoop, on_read: Callable[[int], None]
+    ) -> None:
+        super().__init__(stream, 2**16, loop=loop)  # type: ignore[arg-type]
+        self._on_read = on_read
+
+    def _read_nowait_chunk(self, n: int) -> bytes:
+        data = super()._read_nowait_chunk(n)
+        if data:
+            self._on_read(len(data))
+        return data
+
+
+class _Stream:
+    """One request: its send queue and window state, and what aiohttp reads as ``request.protocol``."""
+
+    __slots__ = (
+        "body",
+        "chunked",
+        "conn",
+        "end_requested",
+        "ended",
+        "headers_sent",
+        "id",
+        "on_lost",
+        "pending",
+        "pending_size",
+        "remote_ended",
+        "reset",
+        "task",
+        "transport",
+        "unread",
+        "waiter",
+    )
+
+    # aiohttp's request reads these from its protocol (multipart limits); HTTP/2 bounds the head.
+    max_field_size = MAX_HEADER_BYTES
+    max_headers = MAX_HEADER_BYTES // 4
+    _reading_paused = False
+
+    def __init__(self, conn: H2Protocol, stream_id: int) -> None:
+        self.conn = conn
+        self.id = stream_id
+        self.pending: deque[bytes | memoryview] = deque()
+        self.pending_size = 0
+        self.end_requested = False
+        self.ended = False  # END_STREAM sent
+        self.remote_ended = False  # the request body is complete
+        self.reset = False
+        self.headers_sent = False
+        self.chunked = False
+        self.unread = 0  # received and not yet read by the handler: returned to the window when done
+        self.body: _Body | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.on_lost: Callable[[], object] | None = None
+        self.transport = _StreamTransport(self)
+
+    # --- what aiohttp's BaseRequest and StreamReader ask of a protocol ---
+
+    @property
+    def connected(self) -> bool:
+        return not self.reset and self.conn.transport is not None
+
+    @property
+    def ssl_context(self) -> Any:
+        return self.conn.extra("sslcontext")
+
+    @property
+    def peername(self) -> Any:
+        return self.conn.extra("peername")
+
+    @property
+    def sockname(self) -> Any:
+        return self.conn.extra("sockname")
+
+    def pause_reading(self) -> None:
+        """Nothing to do: the stream window already bounds what the client may send unread."""
+
+    def resume_reading(self, resume_parser: bool = True) -> None:
+        """See ``pause_reading``."""
+
+    # --- the stream's state ---
+
+    @property
+    def closing(self) -> bool:
+        return self.reset or self.end_requested or self.conn.transport is None
+
+    def wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def lost(self) -> None:
+        """The client reset the stream or the connection went: end the handler as kube's context does."""
+        if self.reset:
+            return
+        self.reset = True
+        self.pending.clear()
+        self.pending_size = 0
+        if self.body is not None and not self.body.is_eof():
+            self.body.set_exception(ConnectionResetError("stream reset"))
+        self.wake()
+        on_lost, self.on_lost = self.on_lost, None
+        if on_lost is not None:
+            on_lost()
+        # As aiohttp treats a closed HTTP/1.1 connection: the handler is cancelled only when the
+        # server asks for that; otherwise a watch ends through ``on_lost`` (released, and counted in
+        # the metrics like any finished request) and other handlers finish with their writes dropped.
+        task = self.task
+        if (
+            self.conn.cancels_handlers
+            and task is not None
+            and not task.done()
+            and task is not asyncio.current_task()
+        ):
+            task.cancel()
+
+
+class _StreamTransport(asyncio.Transport):
+    """``request.transport`` of an HTTP/2 request: the TLS connection's information, this stream's
+    writes. Written to directly only by the watch endpoint (``server/endpoints/watch.py``), in
+    HTTP/1.1 chunk framing, which is unwrapped here into DATA frames."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: _Stream) -> None:
+        super().__init__()
+        self._stream = stream
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        if name == DIRECT_WRITE:
+            return self._write_small
+        return self._stream.conn.extra(name, default)
+
+    def is_closing(self) -> bool:
+        return self._stream.closing
+
+    def close(self) -> None:
+        self.abort()
+
+    def abort(self) -> None:
+        """Cut this stream alone: RST_STREAM INTERNAL_ERROR, Go's answer to an aborted handler."""
+        stream = self._stream
+        if not stream.reset and not stream.ended:
+            stream.conn.reset_stream(stream, _INTERNAL_ERROR)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        stream = self._stream
+        if stream.closing:
+            return
+        conn = stream.conn
+        for piece in _unchunk(data) if stream.chunked else (data,):
+            conn.queue(stream, piece)
+
+    def _write_small(self, data: bytes) -> bool:
+        """``DIRECT_WRITE``: a watch event framed now if nothing waits before it and the windows allow."""
+        stream = self._stream
+        if stream.pending or stream.closing or not stream.headers_sent:
+            return False
+        pieces = _unchunk(data) if stream.chunked else (data,)
+        return len(pieces) == 1 and stream.conn.send_now(stream, pieces[0])
+
+    def get_write_buffer_size(self) -> int:
+        return self._stream.pending_size
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return (0, STREAM_HIGH_WATER)
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        """Fixed: the stream's queue is bounded by ``STREAM_HIGH_WATER``."""
+
+    def is_reading(self) -> bool:
+        return not self._stream.reset
+
+    def pause_reading(self) -> None:
+        """Flow control bounds the stream's reading; see ``_Stream.pause_reading``."""
+
+    def resume_reading(self) -> None:
+        """See ``pause_reading``."""
+
+
+def _unchunk(data: bytes | bytearray | memoryview) -> list[memoryview]:
+    """The payloads of HTTP/1.1 chunks (``<hex size>\\r\\n<payload>\\r\\n``...), without copying them."""
+    raw = data if isinstance(data, bytes) else bytes(data)
+    view = memoryview(raw)
+    pieces: list[memoryview] = []
+    position, end = 0, len(raw)
+    while position < end:
+        line_end = raw.index(b"\r\n", position)
+        size = int(raw[position:line_end].split(b";", 1)[0], 16)
+        if size == 0:
+            break
+        start = line_end + 2
+        pieces.append(view[start : start + size])
+        position = start + size + 2
+    return pieces
+
+
+class _Writer(AbstractStreamWriter):
+    """aiohttp's response writer for one stream: HEADERS, then DATA within the windows, END_STREAM."""
+
+    __slots__ = ("_compress", "_headers", "_stream")
+
+    def __init__(self, stream: _Stream) -> None:
+        self._stream = stream
+        self._headers: list[tuple[bytes, bytes]] | None = None
+        self._compress: ZLibCompressor | None = None
+        self.buffer_size = 0
+        self.output_size = 0
+        self.length: int | None = 0
+
+    def enable_chunking(self) -> None:
+        """HTTP/2 has its own framing: only the watch endpoint's direct writes need unwrapping."""
+        self._stream.chunked = True
+
+    def enable_compression(self, encoding: str = "deflate", strategy: int | None = None) -> None:
+        self._compress = ZLibCompressor(encoding=encoding, strategy=strategy)
+
+    async def write_headers(self, status_line: str, headers: CIMultiDict[str]) -> None:
+        status = status_line.split(" ", 2)[1].encode("ascii")
+        block = [(b":status", status)]
+        for name, value in headers.items():
+            lower = name.lower()
+            if lower not in _HOP_BY_HOP:
+                block.append((lower.encode("utf-8"), value.encode("utf-8")))
+        self._headers = block
+
+    def send_headers(self, end: bool = False) -> None:
+        block, self._headers = self._headers, None
+        if block is not None:
+            self._stream.conn.send_headers(self._stream, block, end)
+
+    async def write(self, chunk: bytes | bytearray | memoryview) -> None:
+        if self._compress is not None and chunk:
+            chunk = await self._compress.compress(chunk)
+        self.send_headers()
+        if chunk:
+            self.output_size += len(chunk)
+            if self.on_body_write is not None:
+                self.on_body_write(len(chunk), self.output_size)
+            stream = self._stream
+            stream.conn.queue(stream, chunk)
+            if stream.pending_size > STREAM_HIGH_WATER:
+                await stream.conn.drained(stream, STREAM_HIGH_WATER)
+        elif self._stream.reset:
+            raise ConnectionResetError("stream reset by the client")
+
+    async def write_eof(self, chunk: bytes = b"") -> None:
+        if self._compress is not None:
+            chunk = (await self._compress.compress(chunk) if chunk else b"") + self._compress.flush()
+        stream = self._stream
+        if not chunk and self._headers is not None:
+            self.send_headers(end=True)
+            return
+        self.send_headers()
+        if chunk:
+            self.output_size += len(chunk)
+            if self.on_body_write is not None:
+                self.on_body_write(len(chunk), self.output_size)
+        stream.conn.queue(stream, chunk, end=True)
+        await stream.conn.drained(stream, 0)
+
+    async def drain(self) -> None:
+        await self._stream.conn.drained(self._stream, STREAM_HIGH_WATER)
+
+
+class H2Protocol(asyncio.Protocol):
+    """One HTTP/2 connection under the TLS layer: frames in, streams served by aiohttp's ``server``."""
+
+    # aiohttp's Server keeps its connections with their handler task (this one has none of its own).
+    _task_handler = None
+
+    def __init__(self, server: Server, settings: Http2Settings, loop: asyncio.AbstractEventLoop) -> None:
+        self._server = server
+        self._settings = settings
+        self._loop = loop
+        self.transport: asyncio.Transport | None = None
+        self._extra: dict[str, Any] = {}
+        self._direct: Callable[[bytes], bool] | None = None
+        config = h2.config.H2Configuration(
+            client_side=False,
+            header_encoding=None,
+            validate_outbound_headers=False,  # built here: lower-case, no connection-specific fields
+            normalize_outbound_headers=False,
+        )
+        self._h2 = _Connection(config=config)
+        self._h2.decode_limit = settings.header_list_limit * DECODE_FACTOR
+        self._streams: dict[int, _Stream] = {}
+        self._blocked: dict[int, _Stream] = {}  # streams with data waiting for a window or the socket
+        self._paused = False
+        self._closing = False  # GOAWAY sent: no new streams
+        self._last_stream = 0
+        self._flush_handle: asyncio.Handle | None = None
+        self._unflushed = 0
+        self._idle_handle: asyncio.TimerHandle | None = None
+        self._drained: asyncio.Future[None] | None = None
+        self.cancels_handlers = server.handler_cancellation
+
+    # --- connection events from the TLS layer ---
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        self._direct = transport.get_extra_info(DIRECT_WRITE)
+        settings = self._settings
+        codes = h2.settings.SettingCodes
+        conn = self._h2
+        conn.local_settings = h2.settings.Settings(
+            client=False,
+            initial_values={
+                codes.MAX_CONCURRENT_STREAMS: settings.max_concurrent_streams,
+                codes.INITIAL_WINDOW_SIZE: settings.stream_window,
+                codes.MAX_FRAME_SIZE: settings.max_read_frame_size,
+                codes.MAX_HEADER_LIST_SIZE: settings.header_list_limit,
+            },
+        )
+        # Before the client acknowledges our SETTINGS h2 decodes with its own 64 KiB default.
+        conn.decoder.max_header_list_size = conn.decode_limit
+        conn.initiate_connection()
+        if settings.connection_window > DEFAULT_WINDOW:
+            conn.increment_flow_control_window(settings.connection_window - DEFAULT_WINDOW)
+        self._flush()
+        self._server.connection_made(self, self.transport)  # type: ignore[arg-type]
+        self._idle()
+
+    def extra(self, name: str, default: Any = None) -> Any:
+        """The TLS connection's ``get_extra_info``, looked up once per name per connection."""
+        extra = self._extra
+        if name in extra:
+            return extra[name]
+        transport = self.transport
+        value = transport.get_extra_info(name, default) if transport is not None else default
+        if name in ("peername", "sockname", "sslcontext", "ssl_object", PEER_CERTIFICATE_DER):
+            extra[name] = value
+        return value
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            events = self._h2.receive_data(data)
+        except h2.exceptions.ProtocolError as err:
+            client_errors.log(
+                f"h2:{type(err).__name__}", "closing an HTTP/2 connection from %s: %s", _peer(self), err
+            )
+            self._flush()
+            self._close_transport()
+            return
+        for event in events:
+            if isinstance(event, h2.events.DataReceived):
+                self._data(event)
+            elif isinstance(event, h2.events.RequestReceived):
+                self._request(event)
+            elif isinstance(event, h2.events.StreamEnded):
+                self._body_ended(event.stream_id)
+            elif isinstance(event, h2.events.WindowUpdated):
+                if event.stream_id == 0:
+                    self._push_blocked()
+                elif (stream := self._blocked.get(event.stream_id)) is not None:
+                    self._push(stream)
+            elif isinstance(event, h2.events.StreamReset):
+                self._stream_reset(event.stream_id)
+            elif isinstance(event, h2.events.RemoteSettingsChanged):
+                self._push_blocked()  # the initial window or the frame size may have grown
+            elif isinstance(event, h2.events.ConnectionTerminated):
+                self._terminated()
+                return
+            elif isinstance(event, h2.events.TrailersReceived) and event.stream_ended is not None:
+                self._body_ended(event.stream_id)
+        self._flush()
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._push_blocked()
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.transport = None
+        if self._idle_handle is not None:
+            self._idle_handle.cancel()
+            self._idle_handle = None
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        for stream in list(self._streams.values()):
+            stream.lost()
+        self._blocked.clear()
+        self._server.connection_lost(self, exc)  # type: ignore[arg-type]
+        self._wake_drained()
+
+    # --- aiohttp's Server: graceful shutdown ---
+
+    def close(self) -> None:
+        """Shutdown begins: GOAWAY, so the client opens no more streams here; those under way finish."""
+        if self._closing or self.transport is None:
+            return
+        self._closing = True
+        self._flush()
+        # h2's own close_connection would forbid sending on the streams still under way.
+        goaway = GoAwayFrame(0)
+        goaway.last_stream_id = self._last_stream
+        goaway.error_code = _NO_ERROR
+        self.transport.write(goaway.serialize())
+        if not self._streams:
+            self._close_transport()
+
+    async def shutdown(self, timeout: float | None = 15.0) -> None:
+        """Wait up to ``timeout`` for the streams under way, then cancel what is left and close."""
+        self.close()
+        if self._streams and self.transport is not None:
+            self._drained = self._loop.create_future()
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._drained
+            except TimeoutError:
+                pass
+            finally:
+                self._drained = None
+        for stream in list(self._streams.values()):
+            stream.lost()
+        self._close_transport()
+
+    def _wake_drained(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    # --- streams ---
+
+    def _request(self, event: h2.events.RequestReceived) -> None:
+        stream_id = event.stream_id
+        conn = self._h2
+        if self._closing:
+            conn.reset_stream(stream_id, _REFUSED_STREAM)
+            return
+        self._last_stream = max(self._last_stream, stream_id)
+        if self._idle_handle is not None:
+            self._idle_handle.cancel()
+            self._idle_handle = None
+        stream = _Stream(self, stream_id)
+        self._streams[stream_id] = stream
+        body_follows = event.stream_ended is None
+        message, size = _message(event.headers or ())
+        if size > self._settings.header_list_limit:
+            client_errors.log(
+                "h2-header-too-large",
+                "answered 431 to %s: an HTTP/2 header list over %d bytes",
+                _peer(self),
+                self._settings.header_list_limit,
+            )
+            stream.remote_ended = not body_follows
+            stream.task = self._loop.create_task(self._too_large(stream))
+            return
+        if message is None:
+            conn.reset_stream(stream_id, _PROTOCOL_ERROR)
+            self._streams.pop(stream_id, None)
+            self._idle()
+            return
+        if body_follows:
+            stream.body = _Body(stream, self._loop, lambda size: self._consumed(stream, size))
+            payload: StreamReader = stream.body
+        else:
+            stream.remote_ended = True
+            payload = EMPTY_PAYLOAD
+        stream.task = self._loop.create_task(self._serve(stream, message, payload))
+
+    async def _serve(self, stream: _Stream, message: RawRequestMessage, payload: StreamReader) -> None:
+        """aiohttp's RequestHandler._handle_request and finish_response, for one stream."""
+        server = self._server
+        server.requests_count += 1
+        writer = _Writer(stream)
+        task = asyncio.current_task()
+        assert task is not None
+        request = server.request_factory(message, payload, stream, writer, task)  # type: ignore[arg-type]
+        try:
+            try:
+                response = await server.request_handler(request)
+            except HTTPException as exc:
+                response = exc
+            except TimeoutError:
+                response = web.Response(status=504, text="504: Gateway Timeout")
+            except (asyncio.CancelledError, ConnectionError):
+                raise
+            except Exception:
+                if writer.output_size or stream.headers_sent:
+                    raise
+                logger.exception("Error handling request from %s", request.remote)
+                response = web.Response(
+                    status=500, text="500 Internal Server Error", content_type="text/plain"
+                )
+            request._finish()
+            await response.prepare(request)
+            await response.write_eof()
+        except (asyncio.CancelledError, ConnectionError):
+            if not stream.reset and self.transport is not None and not self._closing:
+                raise  # not the client's doing
+        except Exception:
+            logger.exception("Error handling request from %s", request.remote)
+            if not stream.reset:
+                self.reset_stream(stream, _INTERNAL_ERROR)
+        finally:
+            self._done(stream)
+
+    async def _too_large(self, stream: _Stream) -> None:
+        """Go's handleHeaderListTooLong."""
+        try:
+            self.send_headers(
+                stream, [(b":status", b"431"), (b"content-type", b"text/html; charset=utf-8")], False
+            )
+            self.queue(stream, _TOO_LARGE_BODY, end=True)
+            await self.drained(stream, 0)
+        except ConnectionError:
+            pass
+        finally:
+            self._done(stream)
+
+    def _done(self, stream: _Stream) -> None:
+        """The handler returned: give back the window of what it left unread, forget the stream."""
+        stream.task = None
+        stream.on_lost = None
+        if self._streams.pop(stream.id, None) is None:
+            return
+        self._blocked.pop(stream.id, None)
+        if self.transport is None:
+            return
+        conn = self._h2
+        if not stream.reset:
+            if not stream.ended:
+                self.reset_stream(stream, _INTERNAL_ERROR)
+            elif not stream.remote_ended:
+                # The answer is complete: the rest of the body is not wanted (Go's RST_STREAM NO_ERROR).
+                self.reset_stream(stream, _NO_ERROR)
+        if stream.unread:
+            with contextlib.suppress(h2.exceptions.ProtocolError):
+                conn.acknowledge_received_data(stream.unread, stream.id)
+            stream.unread = 0
+        self._schedule_flush()
+        if not self._streams:
+            if self._closing:
+                self._flush()
+                self._close_transport()
+            else:
+                self._idle()
+            self._wake_drained()
+
+    def _data(self, event: h2.events.DataReceived) -> None:
+        conn = self._h2
+        stream = self._streams.get(event.stream_id)
+        data = event.data or b""
+        controlled = event.flow_controlled_length or 0
+        if stream is None or stream.body is None or stream.reset:
+            if controlled:
+                with contextlib.suppress(h2.exceptions.ProtocolError):
+                    conn.acknowledge_received_data(controlled, event.stream_id)
+            return
+        padding = controlled - len(data)
+        if padding:
+            conn.acknowledge_received_data(padding, event.stream_id)
+        if data:
+            stream.unread += len(data)
+            stream.body.feed_data(data)
+
+    def _consumed(self, stream: _Stream, size: int) -> None:
+        """The handler read ``size`` bytes of the body: the client may send that much more."""
+        stream.unread -= size
+        if stream.reset or stream.remote_ended or self.transport is None:
+            return
+        try:
+            self._h2.acknowledge_received_data(size, stream.id)
+        except h2.exceptions.ProtocolError:
+            return
+        self._schedule_flush()
+
+    def _body_ended(self, stream_id: int) -> None:
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return
+        stream.remote_ended = True
+        if stream.body is not None and not stream.body.is_eof():
+            stream.body.feed_eof()
+
+    def _stream_reset(self, stream_id: int) -> None:
+        stream = self._streams.get(stream_id)
+        if stream is not None:
+            self._blocked.pop(stream_id, None)
+            stream.lost()
+
+    def _terminated(self) -> None:
+        """The client sent GOAWAY: h2 sends nothing more after it, so the streams end here."""
+        self._closing = True
+        for stream in list(self._streams.values()):
+            stream.lost()
+        self._flush()
+        self._close_transport()
+
+    # --- sending ---
+
+    def send_headers(self, stream: _Stream, block: list[tuple[bytes, bytes]], end: bool) -> None:
+        if stream.reset or self.transport is None:
+            raise ConnectionResetError("stream reset by the client")
+        try:
+            self._h2.send_headers(stream.id, block, end_stream=end)
+        except h2.exceptions.StreamClosedError:
+            stream.lost()  # its RST_STREAM is in the batch of frames being processed
+            raise ConnectionResetError("stream reset by the client") from None
+        stream.headers_sent = True
+        if end:
+            stream.end_requested = stream.ended = True
+        self._schedule_flush()
+
+    def queue(self, stream: _Stream, data: bytes | bytearray | memoryview, end: bool = False) -> None:
+        """Queue ``data`` (END_STREAM after it with ``end``) and send what the windows allow."""
+        if stream.reset or self.transport is None:
+            raise ConnectionResetError("stream reset by the client")
+        if stream.end_requested:
+            return
+        if data:
+            # A bytearray may change after the call; bytes and views are what aiohttp hands over.
+            stream.pending.append(bytes(data) if isinstance(data, bytearray) else data)
+            stream.pending_size += len(data)
+        if end:
+            stream.end_requested = True
+        self._push(stream)
+
+    def send_now(self, stream: _Stream, data: bytes | memoryview) -> bool:
+        """One DATA frame at once if the windows and the socket allow all of it; else False (queue it)."""
+        if self._paused or self.transport is None:
+            return False
+        conn = self._h2
+        size = len(data)
+        try:
+            if size > conn.max_outbound_frame_size or conn.local_flow_control_window(stream.id) < size:
+                return False
+            conn.send_data(stream.id, data)
+        except h2.exceptions.StreamClosedError:
+            stream.lost()
+            return False
+        self._sent(size)
+        return True
+
+    def _push(self, stream: _Stream) -> None:
+        try:
+            self._push_frames(stream)
+        except h2.exceptions.StreamClosedError:
+            # Reset by the client in the batch of frames being processed: its event follows.
+            self._blocked.pop(stream.id, None)
+            stream.lost()
+
+    def _push_frames(self, stream: _Stream) -> None:
+        conn = self._h2
+        stream_id = stream.id
+        pending = stream.pending
+        while pending:
+            if self._paused:
+                self._blocked[stream_id] = stream
+                return
+            window = conn.local_flow_control_window(stream_id)
+            if window <= 0:
+                self._blocked[stream_id] = stream
+                return
+            size = min(window, conn.max_outbound_frame_size)
+            data = pending[0]
+            if len(data) > size:
+                view = memoryview(data)
+                piece: bytes | memoryview = view[:size]
+                pending[0] = view[size:]
+            else:
+                piece = pending.popleft()
+            stream.pending_size -= len(piece)
+            last = stream.end_requested and not pending
+            conn.send_data(stream_id, piece, end_stream=last)
+            if last:
+                stream.ended = True
+            self._sent(len(piece))
+        self._blocked.pop(stream_id, None)
+        if stream.end_requested and not stream.ended:
+            conn.end_stream(stream_id)
+            stream.ended = True
+            self._schedule_flush()
+        stream.wake()
+
+    def _push_blocked(self) -> None:
+        for stream in list(self._blocked.values()):
+            if self._paused:
+                return
+            if not stream.reset:
+                self._push(stream)
+
+    async def drained(self, stream: _Stream, level: int) -> None:
+        """Wait until at most ``level`` bytes are queued; ConnectionResetError if the stream is reset."""
+        while stream.pending_size > level or (level == 0 and stream.end_requested and not stream.ended):
+            if stream.reset or self.transport is None:
+                break
+            waiter = self._loop.create_future()
+            stream.waiter = waiter
+            await waiter
+        if stream.reset or (self.transport is None and not stream.ended):
+            raise ConnectionResetError("stream reset by the client")
+
+    def reset_stream(self, stream: _Stream, code: h2.errors.ErrorCodes) -> None:
+        if self.transport is not None and not stream.reset:
+            with contextlib.suppress(h2.exceptions.ProtocolError):
+                self._h2.reset_stream(stream.id, code)
+            self._schedule_flush()
+        self._blocked.pop(stream.id, None)
+        if code != _NO_ERROR:
+            stream.lost()
+        else:
+            stream.reset = True
+
+    def _sent(self, size: int) -> None:
+        self._unflushed += size
+        if self._unflushed >= FLUSH_AT:
+            self._flush()
+        else:
+            self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        if self._flush_handle is None:
+            self._flush_handle = self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Hand the frames h2 has serialized to the TLS transport (which may pause us: ``pause_writing``)."""
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self._unflushed = 0
+        data = self._h2.data_to_send()
+        transport = self.transport
+        if not data or transport is None:
+            return
+        direct = self._direct
+        if direct is None or not direct(data):
+            transport.write(data)
+
+    # --- idle connections ---
+
+    def _idle(self) -> None:
+        """Go's http2 IdleTimeout: a connection without streams for this long gets GOAWAY and is closed."""
+        timeout = self._settings.idle_timeout
+        if timeout > 0 and self._idle_handle is None and self.transport is not None:
+            self._idle_handle = self._loop.call_later(timeout, self._idle_timed_out)
+
+    def _idle_timed_out(self) -> None:
+        self._idle_handle = None
+        if self._streams or self.transport is None:
+            return
+        self._closing = True
+        self._h2.close_connection(error_code=_NO_ERROR, last_stream_id=self._last_stream)
+        self._flush()
+        self._close_transport()
+
+    def _close_transport(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+
+def _message(headers: Any) -> tuple[RawRequestMessage | None, int]:
+    """aiohttp's RawRequestMessage from an HTTP/2 header list, and the list's size as Go counts it."""
+    method = path = authority = None
+    fields: CIMultiDict[str] = CIMultiDict()
+    raw: list[tuple[bytes, bytes]] = []
+    size = 0
+    for name, value in headers:
+        size += len(name) + len(value) + 32
+        if name[:1] == b":":
+            if name == b":method":
+                method = value.decode("ascii", "surrogateescape")
+            elif name == b":path":
+                path = value.decode("utf-8", "surrogateescape")
+            elif name == b":authority":
+                authority = value.decode("utf-8", "surrogateescape")
+            continue
+        raw.append((name, value))
+        fields.add(name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
+    if method is None or path is None:
+        return None, size
+    if authority is not None and "Host" not in fields:
+        fields["Host"] = authority
+        raw.append((b"host", authority.encode("utf-8", "surrogateescape")))
+    if path.startswith("/"):
+        # As aiohttp's HTTP/1.1 parser builds an origin-form target.
+        path_part, _, fragment = path.partition("#")
+        path_part, _, query = path_part.partition("?")
+        url = URL.build(path=path_part, query_string=query, fragment=fragment, encoded=True)
+    else:
+        url = URL(path, encoded=True)
+    message = RawRequestMessage(
+        method, path, HttpVersion11, CIMultiDictProxy(fields), tuple(raw), False, None, False, False, url
+    )
+    return message, size
+
+
+def notify_stream_lost(protocol: object, callback: Callable[[], object] | None) -> bool:
+    """``request_limits.notify_connection_lost`` for a request on an HTTP/2 stream; False for others."""
+    if not isinstance(protocol, _Stream):
+        return False
+    if callback is not None and protocol.reset:
+        callback()  # already gone: the watch sees it at once
+        return True
+    protocol.on_lost = callback
+    return True
+
+
+def _peer(protocol: H2Protocol) -> str:
+    peer = protocol.extra("peername")
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "a client"
+
+
+def h2_handlers(server: Server, settings: Http2Settings) -> Callable[[], asyncio.BaseProtocol]:
+    """A protocol factory for connections that negotiated h2, serving aiohttp's ``server``."""
+    loop = asyncio.get_running_loop()
+
+    def factory() -> asyncio.BaseProtocol:
+        return H2Protocol(server, settings, loop)
+
+    return factory
