@@ -49,6 +49,7 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
+import hpack
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.compression_utils import ZLibCompressor
@@ -89,6 +90,7 @@ DEFAULT_WINDOW = 65_535
 
 # Connection-specific fields HTTP/2 forbids (RFC 9113 8.2.2); aiohttp adds some for HTTP/1.1.
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"})
+_UNIQUE = frozenset({"audit-id"})
 _TOO_LARGE_BODY = b"<h1>HTTP Error 431</h1><p>Request Header Field(s) Too Large</p>"
 _CANCEL = h2.errors.ErrorCodes.CANCEL
 _NO_ERROR = h2.errors.ErrorCodes.NO_ERROR
@@ -141,6 +143,15 @@ class _Connection(h2.connection.H2Connection):
         if self.decode_limit:
             self.decoder.max_header_list_size = self.decode_limit
         return changes
+
+
+class _PlainEncoder(hpack.Encoder):
+    """HPACK without Huffman coding for our responses: profiled under 64 concurrent GETs, Huffman
+    coding header values in pure Python was a fifth of the header encoding's time, for a few bytes
+    per response (which the dynamic table mostly makes indexed references anyway)."""
+
+    def encode(self, headers: Any, huffman: bool = True) -> bytes:
+        return super().encode(headers, huffman=False)
 
 
 class _Body(StreamReader):
@@ -277,7 +288,7 @@ class _StreamTransport(asyncio.Transport):
     __slots__ = ("_stream",)
 
     def __init__(self, stream: _Stream) -> None:
-        super().__init__()
+        # No super().__init__(): its extra dict would go unused (get_extra_info asks the connection).
         self._stream = stream
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
@@ -374,7 +385,11 @@ class _Writer(AbstractStreamWriter):
         block = [(b":status", status)]
         for name, value in headers.items():
             lower = name.lower()
-            if lower not in _HOP_BY_HOP:
+            if lower in _UNIQUE:
+                # A value no other response repeats: kept out of HPACK's table, where it would
+                # only push out the ones that do repeat.
+                block.append(hpack.NeverIndexedHeaderTuple(lower.encode("utf-8"), value.encode("utf-8")))
+            elif lower not in _HOP_BY_HOP:
                 block.append((lower.encode("utf-8"), value.encode("utf-8")))
         self._headers = block
 
@@ -437,6 +452,7 @@ class H2Protocol(asyncio.Protocol):
             normalize_outbound_headers=False,
         )
         self._h2 = _Connection(config=config)
+        self._h2.encoder = _PlainEncoder()
         self._h2.decode_limit = settings.header_list_limit * DECODE_FACTOR
         self._streams: dict[int, _Stream] = {}
         self._blocked: dict[int, _Stream] = {}  # streams with data waiting for a window or the socket
@@ -466,7 +482,9 @@ class H2Protocol(asyncio.Protocol):
                 codes.MAX_HEADER_LIST_SIZE: settings.header_list_limit,
             },
         )
-        # Before the client acknowledges our SETTINGS h2 decodes with its own 64 KiB default.
+        # Settings given as initial values are current at once, so h2's acknowledgement hook never
+        # applies them: set what it would have (frames up to 256 KiB, header lists past 64 KiB).
+        conn.max_inbound_frame_size = settings.max_read_frame_size
         conn.decoder.max_header_list_size = conn.decode_limit
         conn.initiate_connection()
         if settings.connection_window > DEFAULT_WINDOW:
@@ -717,8 +735,10 @@ class H2Protocol(asyncio.Protocol):
     def _consumed(self, stream: _Stream, size: int) -> None:
         """The handler read ``size`` bytes of the body: the client may send that much more."""
         stream.unread -= size
-        if stream.reset or stream.remote_ended or self.transport is None:
+        if self.transport is None:
             return
+        # Also once the body is complete or the stream reset: the bytes still count against the
+        # connection's window, which would otherwise shrink with every request body it carried.
         try:
             self._h2.acknowledge_received_data(size, stream.id)
         except h2.exceptions.ProtocolError:

@@ -104,16 +104,39 @@ class FrameClient:
         self.writer.write(self.conn.data_to_send())
 
     def request(
-        self, method: str, path: str, body: bytes = b"", headers: tuple[tuple[str, str], ...] = ()
+        self,
+        method: str,
+        path: str,
+        body: bytes = b"",
+        headers: tuple[tuple[str, str], ...] = (),
+        open_body: bool = False,
     ) -> int:
+        """Open a stream; with ``open_body`` the body follows through ``send_body``."""
         stream_id = self.conn.get_next_available_stream_id()
         block = [(":method", method), (":scheme", "https"), (":authority", "127.0.0.1"), (":path", path)]
         block += list(headers)
-        self.conn.send_headers(stream_id, [(k.encode(), v.encode()) for k, v in block], end_stream=not body)
+        self.conn.send_headers(
+            stream_id, [(k.encode(), v.encode()) for k, v in block], end_stream=not body and not open_body
+        )
         if body:
             self.conn.send_data(stream_id, body, end_stream=True)
         self.flush()
         return stream_id
+
+    async def send_body(self, stream_id: int, body: bytes) -> None:
+        """DATA within the server's windows, waiting for its WINDOW_UPDATEs; END_STREAM at the end."""
+        view = memoryview(body)
+        while view:
+            size = min(self.conn.local_flow_control_window(stream_id), self.conn.max_outbound_frame_size)
+            if size <= 0:
+                event = await self.next_event()
+                assert event is not None, "closed while waiting for a window"
+                continue
+            self.conn.send_data(stream_id, view[:size].tobytes())
+            view = view[size:]
+            self.flush()
+        self.conn.end_stream(stream_id)
+        self.flush()
 
     async def next_event(self) -> h2.events.Event | None:
         """The next event; None once the server closed the connection."""
@@ -450,6 +473,25 @@ async def test_flow_control_on_a_large_list_and_a_large_body(tmp_path: Path) -> 
         )
         assert code == 0, err
         assert out.endswith("\n2 422"), out[-300:]
+
+
+async def test_request_bodies_give_the_connection_window_back(tmp_path: Path) -> None:
+    """One stream per connection makes the connection window one stream window (256 KiB): four
+    bodies of 200 KB on one connection pass only if each one's bytes are returned to it."""
+    async with _server(tmp_path, "--http2-max-streams-per-connection", "1") as server:
+        client = await FrameClient.connect(server)
+        try:
+            for i in range(4):
+                topping = _topping(f"big{i}")
+                topping["metadata"]["annotations"] = {"note": "z" * 200_000}
+                stream_id = client.request(
+                    "POST", TOPPINGS, headers=(("content-type", "application/json"),), open_body=True
+                )
+                await client.send_body(stream_id, json.dumps(topping).encode())
+                status, body = await client.response(stream_id)
+                assert status == 201, body[:300]
+        finally:
+            await client.close()
 
 
 async def test_header_list_over_the_limit_gets_431(tmp_path: Path) -> None:
