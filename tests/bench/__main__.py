@@ -51,7 +51,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="our server and the Go sample-apiserver behind a loopback kube-aggregator on one etcd "
         "(needs ../shared; --backend, --skip-floor and --plot do not apply)",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="with --aggregated: 100,000 objects and 10,000 watches, paging, fan-out and memory only "
+        "(~20 min)",
+    )
+    args = parser.parse_args(argv)
+    if args.scale and (not args.aggregated or args.quick):
+        parser.error("--scale goes with --aggregated and not with --quick")
+    return args
 
 
 def _autogroup() -> bool | None:

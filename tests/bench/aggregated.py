@@ -22,7 +22,7 @@ from typing import Any
 
 from tests.bench import aggregated_report
 from tests.bench.aggregated_setup import deploy, load_both
-from tests.bench.aggregated_workloads import measure_all, namespaces
+from tests.bench.aggregated_workloads import measure_all, measure_scale, namespaces
 from tests.bench.cluster import check_prerequisites, loopback_cluster, unpack_anchors
 from tests.bench.go_tools import ToolError, ensure_tools
 from tests.bench.report import Row
@@ -31,6 +31,10 @@ from tests.bench.workloads import FULL, QUICK, Bench, Sizes
 
 # One fan-out run per server and path in --quick; the full run keeps FULL's three (median p99).
 QUICK_AGGREGATED: Sizes = dataclasses.replace(QUICK, watch_runs=1)
+# --scale: the issue's scale (100,000 objects, 10,000 watches), one run of each, bounded longer.
+SCALE: Sizes = dataclasses.replace(
+    FULL, objects=100_000, page_size=500, watchers=10_000, passes=1, watch_runs=1, watch_seconds=600
+)
 
 
 async def run(
@@ -38,7 +42,7 @@ async def run(
 ) -> tuple[list[Row], dict[str, Any]]:
     """Everything between the prerequisites and the table; the cluster is always torn down."""
     check_prerequisites()
-    sizes = QUICK_AGGREGATED if args.quick else FULL
+    sizes = SCALE if args.scale else QUICK_AGGREGATED if args.quick else FULL
     tools = await asyncio.to_thread(ensure_tools)
     anchors = await unpack_anchors()
     command = ServerCommand()
@@ -49,6 +53,7 @@ async def run(
         "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "mode": "aggregated",
         "quick": args.quick,
+        "scale": args.scale,
         "sizes": sizes.as_dict(),
         "server": command.label,
         "anchors": {k: str(v) for k, v in dataclasses.asdict(anchors).items()},
@@ -59,9 +64,9 @@ async def run(
         bench.progress(f"aggregated: kube-apiserver {cluster.apiserver_url}, etcd {cluster.etcd_url}")
         deployment = None
         try:
-            deployment = await deploy(bench, cluster, command, namespaces(sizes.watch_runs))
+            deployment = await deploy(bench, cluster, command, namespaces(sizes.watch_runs), scale=args.scale)
             await load_both(bench, deployment)
-            await measure_all(bench, deployment)
+            await (measure_scale if args.scale else measure_all)(bench, deployment)
         finally:
             if deployment is not None:
                 await asyncio.to_thread(deployment.server.stop)
@@ -88,7 +93,7 @@ def main(args: argparse.Namespace, host: dict[str, Any]) -> int:
     records = aggregated_report.judged(rows, meta["sizes"], not args.quick)
     print(
         f"pizza-apiserver behind kube-aggregator vs Go sample-apiserver {meta['started']} "
-        f"({'quick' if args.quick else 'full'}, {host['cores']} cores"
+        f"({'scale' if args.scale else 'quick' if args.quick else 'full'}, {host['cores']} cores"
         f"{', autogroup' if host['sched_autogroup'] else ''}, server from {meta['server']}, "
         f"tree {host['commit']}, {meta['seconds']:.0f} s)"
     )

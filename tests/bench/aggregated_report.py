@@ -164,7 +164,10 @@ def judged(rows: Iterable[Row], sizes: dict[str, Any], full_size: bool) -> list[
     """Every line's cells, ratio, target and mark: what the table prints and the JSON keeps."""
     index = {(r.backend, r.config, r.workload): r for r in rows}
     out = []
+    measured = {(r.config, r.workload) for r in index.values()}
     for line in lines(sizes):
+        if (line.config, line.workload) not in measured:
+            continue  # a mode that does not measure it (--scale)
         record: dict[str, Any] = {"workload": line.workload, "path": line.config, "label": line.label}
         if line.config in (OTHER_GROUP, OTHER_SERVER):
             record["ours"], ratio = _cross(index, "ours", line.config, line.workload)

@@ -112,7 +112,13 @@ async def create_namespaces(cluster: Cluster, names: list[str]) -> None:
                     raise RuntimeError(f"namespace {name}: {r.status} {(await r.read())[:300]!r}")
 
 
-async def start_ours(bench: Bench, cluster: Cluster, command: ServerCommand) -> ClusterServer:
+# --scale holds 10,000 watches directly and a few more connections: above kube's default cap.
+SCALE_MAX_CONNECTIONS = "15000"
+
+
+async def start_ours(
+    bench: Bench, cluster: Cluster, command: ServerCommand, *, scale: bool = False
+) -> ClusterServer:
     """pizza-apiserver on the cluster's etcd, delegating to the cluster, registered for restaurant only."""
     cert, key = await cluster.mkcert(
         bench.workdir / "ours-certs", "pizza-apiserver", "DNS:api.restaurant.svc"
@@ -134,6 +140,7 @@ async def start_ours(bench: Bench, cluster: Cluster, command: ServerCommand) -> 
         str(cert),
         "--tls-private-key-file",
         str(key),
+        *(["--max-connections", SCALE_MAX_CONNECTIONS] if scale else []),
     ]
     server = ClusterServer(
         bench.workdir / "ours-data",
@@ -189,14 +196,16 @@ async def capture(bench: Bench, side: Side) -> None:
     )
 
 
-async def deploy(bench: Bench, cluster: Cluster, command: ServerCommand, namespaces: list[str]) -> Deployment:
+async def deploy(
+    bench: Bench, cluster: Cluster, command: ServerCommand, namespaces: list[str], *, scale: bool = False
+) -> Deployment:
     """Start and register both servers; the caller stops ours (deployment.server), down.sh the Go one."""
     await create_namespaces(cluster, [CREATE_NAMESPACE, *namespaces])
     go_port = free_port()
     bench.progress(f"aggregated: starting the Go sample-apiserver on 127.0.0.1:{go_port}")
     await cluster.start_sample_apiserver(go_port)
     bench.progress("aggregated: starting pizza-apiserver on the cluster's etcd")
-    server = await start_ours(bench, cluster, command)
+    server = await start_ours(bench, cluster, command, scale=scale)
     bench.progress(f"aggregated: pizza-apiserver at {server.url}, APIServices Available")
     assert server.proc is not None
     ours = Side(

@@ -332,3 +332,19 @@ async def measure_all(bench: Bench, deployment: Deployment) -> None:
     await reads_beside_writes(bench, deployment.ours, deployment.go, OTHER_SERVER)
     await reads_beside_writes(bench, deployment.go, deployment.ours, OTHER_SERVER)
     await memory_with_watches(bench, deployment)
+
+
+async def measure_scale(bench: Bench, deployment: Deployment) -> None:
+    """--scale: what grows with the number of objects and watches (paging, fan-out, memory)."""
+    await memory_with_objects(bench, deployment)
+    for via in VIAS:
+        for side in deployment.sides:
+            await bench.measure(
+                side.name, via, "list_paged_c4", functools.partial(paged_concurrent, bench, side, via)
+            )
+        for side in deployment.sides:
+            namespace = fanout_namespaces(1)[VIAS.index(via)]
+            await bench.measure(
+                side.name, via, "watch", functools.partial(fanout_run, bench, side, via, namespace)
+            )
+    await memory_with_watches(bench, deployment)

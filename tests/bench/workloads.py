@@ -72,11 +72,13 @@ class Sizes:
     # Fan-out runs per configuration; the row is the run with the median p99 (single runs spread by
     # half their value on this 2-core machine). Losses and duplicates are summed over every run.
     watch_runs: int
+    # Objects per page; 0: twenty pages per pass.
+    page_size: int = 0
 
     @property
     def page_limit(self) -> int:
-        """Twenty pages per pass: limit=500 for 10,000 objects."""
-        return max(1, self.objects // 20)
+        """`page_size`, else twenty pages per pass: limit=500 for 10,000 objects."""
+        return self.page_size or max(1, self.objects // 20)
 
     def as_dict(self) -> dict[str, Any]:
         return {**{k: getattr(self, k) for k in self.__dataclass_fields__}, "page_limit": self.page_limit}
