@@ -58,7 +58,6 @@ RECEIVE_SIZE = 64 * 1024
 # outgoing MemoryBIO grows to (its buffer never shrinks while the connection lives).
 WRITE_CHUNK = 64 * 1024
 
-
 _WRAPPED = sslproto.SSLProtocolState.WRAPPED
 
 _per_thread = threading.local()
@@ -342,9 +341,9 @@ class TLSSite(web.BaseSite):
     Use it where ``web.TCPSite(runner, host, port, ssl_context=...)`` was; ``runner.addresses`` and
     shutdown work the same. Requests are read by ``BoundedRequestHandler`` under ``limits`` (Go's
     http.Server timeouts and header limit), and at most ``max_connections`` are open at once (0: no
-    limit); more are closed as soon as they are accepted. With ``http2`` (the default), connections
-    whose client chose h2 by ALPN are served by ``server.serving.http2``; the context must offer h2
-    exactly when it is set (``TLSPolicy.alpn``).
+    limit); more are closed as soon as they are accepted. With ``http2`` (by default kube's settings
+    under ``limits``' header limit and idle timeout), connections whose client chose h2 by ALPN are
+    served by ``server.serving.http2``; the context offers h2 (``TLSPolicy.alpn``) only if it is set.
     """
 
     __slots__ = (
@@ -376,6 +375,10 @@ class TLSSite(web.BaseSite):
     ) -> None:
         super().__init__(runner, ssl_context=ssl_context, backlog=backlog)
         self._limits = limits or RequestLimits()
+        if http2 is DEFAULT_HTTP2:
+            http2 = Http2Settings(
+                max_header_bytes=self._limits.max_header_bytes, idle_timeout=self._limits.idle_timeout
+            )
         self._http2 = http2
         self._count = ConnectionCount(max_connections)
         self._host, self._port, self._sock = host, port, sock
