@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Callable
 
@@ -55,6 +56,9 @@ async def serve(
             serving.secure_port,
             ssl_context=config.tls.listening_context,
             reuse_port=worker or None,
+            # Go listens with the kernel's somaxconn, aiohttp with 128: 10,000 clients connecting at
+            # once (watches opening) overflowed the accept queue into SYN retries and handshake timeouts.
+            backlog=socket.SOMAXCONN,
             limits=RequestLimits(serving.read_header_timeout, serving.idle_timeout, serving.max_header_bytes),
             max_connections=serving.max_connections,
             http2=None
