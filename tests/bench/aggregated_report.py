@@ -10,14 +10,13 @@ aggregator's proxying costs each server. PASS/FAIL/n/a/ERR as report.judge marks
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from tests.bench.aggregated_workloads import OTHER_GROUP, OTHER_SERVER
-from tests.bench.report import Row
+from tests.bench.report import Row, number
 
 MAX_ERROR = 60
 
@@ -95,18 +94,6 @@ def lines(sizes: dict[str, Any]) -> list[Line]:
     return out
 
 
-def _n(value: float) -> str:
-    if math.isnan(value):
-        return "nan"
-    if value >= 1000:
-        return f"{value:,.0f}"
-    if value >= 100:
-        return f"{value:.0f}"
-    if value >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
-
-
 def describe(row: Row | None, workload: str) -> str:
     """One server's figures for a line, as text."""
     if row is None:
@@ -115,25 +102,24 @@ def describe(row: Row | None, workload: str) -> str:
         return "ERROR: " + row.error[:MAX_ERROR]
     f = row.figures
     if workload.startswith("get_") or workload == "create_c8":
-        return f"{_n(f['rps'])}/s p50 {_n(f['p50_ms'])} p99 {_n(f['p99_ms'])} ms"
+        return f"{number(f['rps'])}/s p50 {number(f['p50_ms'])} p99 {number(f['p99_ms'])} ms"
     if workload == "list_all":
-        return f"p50 {_n(f['p50_ms'])} p99 {_n(f['p99_ms'])} ms"
+        return f"p50 {number(f['p50_ms'])} p99 {number(f['p99_ms'])} ms"
     if workload == "list_paged_c4":
-        return f"{_n(f['rps'])} pages/s p99 {_n(f['p99_ms'])} ms"
+        return f"{number(f['rps'])} pages/s p99 {number(f['p99_ms'])} ms"
     if workload == "watch":
-        text = (
-            f"p50 {_n(f['p50_ms'])} p99 {_n(f['p99_ms'])} ms, lost {f['lost']:.0f} dup {f['duplicated']:.0f}"
-        )
+        text = f"p50 {number(f['p50_ms'])} p99 {number(f['p99_ms'])} ms"
+        text += f", lost {f['lost']:.0f} dup {f['duplicated']:.0f}"
         if f.get("runs", 1) > 1:
-            text += f" ({f['runs']:.0f} runs, p99 {_n(f['p99_min_ms'])}-{_n(f['p99_max_ms'])})"
+            text += f" ({f['runs']:.0f} runs, p99 {number(f['p99_min_ms'])}-{number(f['p99_max_ms'])})"
         return text + (f", {f['watch_failed']:.0f} failed" if f.get("watch_failed") else "")
     if workload.startswith("rss_"):
         if "supervisor_mb" not in f:
-            text = f"{_n(f['mb'])} MB"
+            text = f"{number(f['mb'])} MB"
         else:
-            workers = "+".join(_n(f[f"worker{i}_mb"]) for i in range(int(f["workers"])))
-            text = f"{_n(f['mb'])} MB = {_n(f['supervisor_mb'])} sup. + {workers} workers"
-        return text + (f" (+{_n(f['delta_mb'])})" if "delta_mb" in f else "")
+            workers = "+".join(number(f[f"worker{i}_mb"]) for i in range(int(f["workers"])))
+            text = f"{number(f['mb'])} MB = {number(f['supervisor_mb'])} sup. + {workers} workers"
+        return text + (f" (+{number(f['delta_mb'])})" if "delta_mb" in f else "")
     return ""
 
 
@@ -157,7 +143,7 @@ def _cross(
     if alone.error or beside.error:
         return "ERROR: " + (alone.error or beside.error)[:MAX_ERROR], None
     ratio = beside.figures["rps"] / alone.figures["rps"]
-    return f"{_n(beside.figures['rps'])}/s vs {_n(alone.figures['rps'])} alone = {ratio:.2f}", ratio
+    return f"{number(beside.figures['rps'])}/s vs {number(alone.figures['rps'])} alone = {ratio:.2f}", ratio
 
 
 def judged(rows: Iterable[Row], sizes: dict[str, Any], full_size: bool) -> list[dict[str, Any]]:

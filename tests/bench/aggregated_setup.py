@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from tests.bench import go_tools
 from tests.bench.api_client import api_client, pizza_body, pizzas_path
 from tests.bench.cluster import Cluster, free_port
 from tests.bench.go_tools import TLSFiles
 from tests.bench.server_process import ServerCommand, ServerProcess, rss_bytes, tree_rss
-from tests.bench.workloads import CREATE_NAMESPACE, Bench, Paths, load_objects
+from tests.bench.workloads import CREATE_NAMESPACE, Bench, Endpoint, Paths, load_collection, load_objects
 
 RESTAURANT = "restaurant.programming-kubernetes.info"
 WARDLE = "wardle.example.com"
@@ -163,19 +162,7 @@ async def start_ours(
 
 async def load_flunders(bench: Bench, side: Side) -> None:
     """`objects` flunders into the Go server's default namespace, as load_objects loads pizzas."""
-    result = await go_tools.loadgen(
-        bench.tools,
-        side.tls,
-        side.direct_url + side.collection,
-        method="POST",
-        body=flunder_body("p"),
-        requests=bench.sizes.objects,
-        connections=8,
-        max_seconds=600,
-        warmup=0,
-        expect=201,
-    )
-    bench.progress(f"  loaded: {result.line}")
+    await load_collection(bench, Endpoint(side.direct_url, side.tls), side.collection, flunder_body("p"))
 
 
 async def capture(bench: Bench, side: Side) -> None:

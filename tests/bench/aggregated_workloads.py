@@ -23,15 +23,15 @@ import aiohttp
 
 from tests.bench import bench_connections, go_tools
 from tests.bench.aggregated_setup import Deployment, Side
-from tests.bench.api_client import PagedPass, api_client, client_ssl, paged_pass, verify_watch
+from tests.bench.api_client import PagedPass, api_client, client_ssl, paged_pass
 from tests.bench.go_tools import ToolError
 from tests.bench.workloads import (
     MB,
     TRIM_WAIT,
-    VERIFIER_GRACE,
     Bench,
     Endpoint,
     Measured,
+    fanout_once,
     load_figures,
     median_run,
     request_suite,
@@ -92,45 +92,9 @@ async def paged_concurrent(bench: Bench, side: Side, via: str) -> Measured:
 
 
 async def fanout_run(bench: Bench, side: Side, via: str, namespace: str) -> Measured:
-    """One watchfan run plus the verifier streams, as workloads.watch_fanout's, at any URL."""
-    s = bench.sizes
-    url = side.url(via)
-    path = side.object_path(namespace)
-    ready, stop = asyncio.Event(), asyncio.Event()
-    verifier = asyncio.create_task(verify_watch(url, side.tls, path, s.verifiers, s.events, ready, stop))
-    try:
-        await asyncio.wait_for(ready.wait(), 30)
-        result = await go_tools.watchfan(
-            bench.tools,
-            side.tls,
-            url + path,
-            body=side.body.replace('"c-', '"w-', 1),
-            watchers=s.watchers,
-            events=s.events,
-            rate=s.rate,
-            max_seconds=s.watch_seconds,
-        )
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(verifier), VERIFIER_GRACE)
-        stop.set()
-        check = await verifier
-    finally:
-        stop.set()
-        verifier.cancel()
-    if result.write_errors:
-        raise ToolError(f"watchfan could not create {result.write_errors} objects: {result.line}")
-    return {
-        "p50_ms": result.p50 * 1e3,
-        "p90_ms": result.p90 * 1e3,
-        "p99_ms": result.p99 * 1e3,
-        "max_ms": result.max * 1e3,
-        "sent": float(result.events),
-        "deliveries": float(result.deliveries),
-        "lost": float(result.missing + check.missing(result.events)),
-        "duplicated": float(check.duplicates + check.out_of_order),
-        "watch_failed": float(result.watch_failed),
-        "write_errors": float(result.write_errors),
-    }, {"watchfan": result.line, "verifier_errors": check.errors[:5]}
+    """One fan-out (workloads.fanout_once) on `side`'s collection in `namespace`, at either address."""
+    endpoint = Endpoint(side.url(via), side.tls)
+    return await fanout_once(bench, endpoint, side.object_path(namespace), side.body.replace('"c-', '"w-', 1))
 
 
 async def request_rows(bench: Bench, deployment: Deployment, via: str) -> None:

@@ -126,7 +126,10 @@ def floor_fraction(figure: str, value: float, floor: Row | None) -> float | None
     return None
 
 
-def _number(value: float) -> str:
+def number(value: float) -> str:
+    """A figure with the digits that matter at its size ("nan" for a missing one)."""
+    if math.isnan(value):
+        return "nan"
     if value >= 1000:
         return f"{value:,.0f}"
     if value >= 100:
@@ -141,7 +144,7 @@ def _cell(row: Row, figure: str, floor: Row | None) -> str:
         return ""
     value = row.figures[figure]
     fraction = floor_fraction(figure, value, floor)
-    text = _number(value)
+    text = number(value)
     return f"{text} ({fraction:.0%})" if fraction is not None else text
 
 

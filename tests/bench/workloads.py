@@ -331,12 +331,19 @@ async def load_objects(bench: Bench, server: ServerProcess) -> None:
     """Toppings first (PizzaToppings admission), then `objects` pizzas by loadgen POST at 8 connections."""
     async with api_client(server.url, server.client_tls) as client:
         await client.ensure_toppings()
+    await load_collection(
+        bench, Endpoint(server.url, server.client_tls), pizzas_path("default"), pizza_body("p")
+    )
+
+
+async def load_collection(bench: Bench, endpoint: Endpoint, path: str, body: str) -> None:
+    """`objects` objects POSTed by loadgen at 8 connections: set-up, not a measurement."""
     result = await go_tools.loadgen(
         bench.tools,
-        server.client_tls,
-        server.url + pizzas_path("default"),
+        endpoint.tls,
+        endpoint.url + path,
         method="POST",
-        body=pizza_body("p"),
+        body=body,
         requests=bench.sizes.objects,
         connections=8,
         max_seconds=600,
@@ -400,59 +407,13 @@ async def watch_fanout(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), 0.1)
 
-    async def one_run(path: str) -> tuple[dict[str, float], dict[str, Any]]:
-        ready, stop = asyncio.Event(), asyncio.Event()
-        verifier = asyncio.create_task(
-            verify_watch(server.url, server.client_tls, path, s.verifiers, s.events, ready, stop)
-        )
-        try:
-            await asyncio.wait_for(ready.wait(), 30)
-            result = await go_tools.watchfan(
-                bench.tools,
-                server.client_tls,
-                server.url + path,
-                body=pizza_body("w"),
-                watchers=s.watchers,
-                events=s.events,
-                rate=s.rate,
-                max_seconds=s.watch_seconds,
-            )
-            # watchfan waited for its own deliveries; the verifier gets a little longer for its last.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(verifier), VERIFIER_GRACE)
-            stop.set()
-            check = await verifier
-        finally:
-            stop.set()
-            verifier.cancel()
-        figures = {
-            "p50_ms": result.p50 * 1e3,
-            "p90_ms": result.p90 * 1e3,
-            "p99_ms": result.p99 * 1e3,
-            "max_ms": result.max * 1e3,
-            "sent": float(result.events),
-            "deliveries": float(result.deliveries),
-            "lost": float(result.missing + check.missing(result.events)),
-            "duplicated": float(check.duplicates + check.out_of_order),
-            "watch_failed": float(result.watch_failed),
-            "write_errors": float(result.write_errors),
-        }
-        detail = {
-            "watchfan": result.line,
-            "verifier_streams": check.streams,
-            "verifier_missing": check.missing(result.events),
-            "verifier_duplicates": check.duplicates,
-            "verifier_out_of_order": check.out_of_order,
-            "verifier_errors": check.errors[:5],
-        }
-        if result.write_errors:
-            raise ToolError(f"watchfan could not create {result.write_errors} objects: {result.line}")
-        return figures, detail
-
     async def run() -> tuple[dict[str, float], dict[str, Any]]:
         # Each run watches a namespace of its own, so it sees only the objects its writer creates.
         namespaces = [f"{namespace}-{i}" for i in range(s.watch_runs)] if s.watch_runs > 1 else [namespace]
-        return median_run([await one_run(pizzas_path(ns)) for ns in namespaces])
+        endpoint = Endpoint(server.url, server.client_tls)
+        return median_run(
+            [await fanout_once(bench, endpoint, pizzas_path(ns), pizza_body("w")) for ns in namespaces]
+        )
 
     sampler = asyncio.create_task(sample())
     try:
@@ -465,6 +426,59 @@ async def watch_fanout(
 
 
 Measured = tuple[dict[str, float], dict[str, Any]]
+
+
+async def fanout_once(bench: Bench, endpoint: Endpoint, path: str, body: str) -> Measured:
+    """One watchfan run on `path` (its watchers, its paced writer posting `body`) plus the Python
+    verifier streams that see what watchfan cannot (duplicates, order)."""
+    s = bench.sizes
+    ready, stop = asyncio.Event(), asyncio.Event()
+    verifier = asyncio.create_task(
+        verify_watch(endpoint.url, endpoint.tls, path, s.verifiers, s.events, ready, stop)
+    )
+    try:
+        await asyncio.wait_for(ready.wait(), 30)
+        result = await go_tools.watchfan(
+            bench.tools,
+            endpoint.tls,
+            endpoint.url + path,
+            body=body,
+            watchers=s.watchers,
+            events=s.events,
+            rate=s.rate,
+            max_seconds=s.watch_seconds,
+        )
+        # watchfan waited for its own deliveries; the verifier gets a little longer for its last.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(verifier), VERIFIER_GRACE)
+        stop.set()
+        check = await verifier
+    finally:
+        stop.set()
+        verifier.cancel()
+    if result.write_errors:
+        raise ToolError(f"watchfan could not create {result.write_errors} objects: {result.line}")
+    figures = {
+        "p50_ms": result.p50 * 1e3,
+        "p90_ms": result.p90 * 1e3,
+        "p99_ms": result.p99 * 1e3,
+        "max_ms": result.max * 1e3,
+        "sent": float(result.events),
+        "deliveries": float(result.deliveries),
+        "lost": float(result.missing + check.missing(result.events)),
+        "duplicated": float(check.duplicates + check.out_of_order),
+        "watch_failed": float(result.watch_failed),
+        "write_errors": float(result.write_errors),
+    }
+    detail = {
+        "watchfan": result.line,
+        "verifier_streams": check.streams,
+        "verifier_missing": check.missing(result.events),
+        "verifier_duplicates": check.duplicates,
+        "verifier_out_of_order": check.out_of_order,
+        "verifier_errors": check.errors[:5],
+    }
+    return figures, detail
 
 
 def median_run(runs: list[Measured]) -> Measured:
