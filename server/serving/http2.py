@@ -651,10 +651,12 @@ class H2Protocol(asyncio.Protocol):
                 response = exc
             except TimeoutError:
                 response = web.Response(status=504, text="504: Gateway Timeout")
-            except (asyncio.CancelledError, ConnectionError):
+            except asyncio.CancelledError:
                 raise
             except Exception:
-                if writer.output_size or stream.headers_sent:
+                # As aiohttp's RequestHandler: a 500 if nothing was sent yet (a ConnectionError of
+                # the handler's own, e.g. from a backend, included); else the stream is cut below.
+                if stream.reset or writer.output_size or stream.headers_sent:
                     raise
                 logger.exception("Error handling request from %s", request.remote)
                 response = web.Response(
@@ -663,13 +665,16 @@ class H2Protocol(asyncio.Protocol):
             request._finish()
             await response.prepare(request)
             await response.write_eof()
-        except (asyncio.CancelledError, ConnectionError):
+        except asyncio.CancelledError:
             if not stream.reset and self.transport is not None and not self._closing:
                 raise  # not the client's doing
-        except Exception:
-            logger.exception("Error handling request from %s", request.remote)
-            if not stream.reset:
-                self.reset_stream(stream, _INTERNAL_ERROR)
+        except Exception as err:
+            # The client reset the stream or the connection went: nothing to tell anyone.
+            if stream.reset or self.transport is None:
+                return
+            if not isinstance(err, ConnectionError):
+                logger.exception("Error handling request from %s", request.remote)
+            self.reset_stream(stream, _INTERNAL_ERROR)
         finally:
             self._done(stream)
 
