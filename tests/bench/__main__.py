@@ -57,7 +57,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="with --aggregated: 100,000 objects and 10,000 watches, paging, fan-out and memory only "
         "(~20 min)",
     )
+    parser.add_argument(
+        "--server-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="with --aggregated: one more flag for our server (repeat it), e.g. --server-arg=--workers=1",
+    )
     args = parser.parse_args(argv)
+    if args.server_arg and not args.aggregated:
+        parser.error("--server-arg goes with --aggregated")
     if args.scale and (not args.aggregated or args.quick):
         parser.error("--scale goes with --aggregated and not with --quick")
     return args

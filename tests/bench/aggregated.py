@@ -54,6 +54,7 @@ async def run(
         "mode": "aggregated",
         "quick": args.quick,
         "scale": args.scale,
+        "server_args": list(args.server_arg),
         "sizes": sizes.as_dict(),
         "server": command.label,
         "anchors": {k: str(v) for k, v in dataclasses.asdict(anchors).items()},
@@ -64,7 +65,14 @@ async def run(
         bench.progress(f"aggregated: kube-apiserver {cluster.apiserver_url}, etcd {cluster.etcd_url}")
         deployment = None
         try:
-            deployment = await deploy(bench, cluster, command, namespaces(sizes.watch_runs), scale=args.scale)
+            deployment = await deploy(
+                bench,
+                cluster,
+                command,
+                namespaces(sizes.watch_runs),
+                scale=args.scale,
+                extra=tuple(args.server_arg),
+            )
             await load_both(bench, deployment)
             await (measure_scale if args.scale else measure_all)(bench, deployment)
         finally:
@@ -95,7 +103,9 @@ def main(args: argparse.Namespace, host: dict[str, Any]) -> int:
         f"pizza-apiserver behind kube-aggregator vs Go sample-apiserver {meta['started']} "
         f"({'scale' if args.scale else 'quick' if args.quick else 'full'}, {host['cores']} cores"
         f"{', autogroup' if host['sched_autogroup'] else ''}, server from {meta['server']}, "
-        f"tree {host['commit']}, {meta['seconds']:.0f} s)"
+        f"tree {host['commit']}, {meta['seconds']:.0f} s"
+        + (f", our server with {' '.join(meta['server_args'])}" if meta["server_args"] else "")
+        + ")"
     )
     print(aggregated_report.table(records))
     print("ours vs Go: > 1 is better for us (rates ours/Go, latencies and memory Go/ours).")

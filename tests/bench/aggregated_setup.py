@@ -116,7 +116,12 @@ SCALE_MAX_CONNECTIONS = "15000"
 
 
 async def start_ours(
-    bench: Bench, cluster: Cluster, command: ServerCommand, *, scale: bool = False
+    bench: Bench,
+    cluster: Cluster,
+    command: ServerCommand,
+    *,
+    scale: bool = False,
+    extra: tuple[str, ...] = (),
 ) -> ClusterServer:
     """pizza-apiserver on the cluster's etcd, delegating to the cluster, registered for restaurant only."""
     cert, key = await cluster.mkcert(
@@ -140,6 +145,7 @@ async def start_ours(
         "--tls-private-key-file",
         str(key),
         *(["--max-connections", SCALE_MAX_CONNECTIONS] if scale else []),
+        *extra,
     ]
     server = ClusterServer(
         bench.workdir / "ours-data",
@@ -184,7 +190,13 @@ async def capture(bench: Bench, side: Side) -> None:
 
 
 async def deploy(
-    bench: Bench, cluster: Cluster, command: ServerCommand, namespaces: list[str], *, scale: bool = False
+    bench: Bench,
+    cluster: Cluster,
+    command: ServerCommand,
+    namespaces: list[str],
+    *,
+    scale: bool = False,
+    extra: tuple[str, ...] = (),
 ) -> Deployment:
     """Start and register both servers; the caller stops ours (deployment.server), down.sh the Go one."""
     await create_namespaces(cluster, [CREATE_NAMESPACE, *namespaces])
@@ -192,7 +204,7 @@ async def deploy(
     bench.progress(f"aggregated: starting the Go sample-apiserver on 127.0.0.1:{go_port}")
     await cluster.start_sample_apiserver(go_port)
     bench.progress("aggregated: starting pizza-apiserver on the cluster's etcd")
-    server = await start_ours(bench, cluster, command, scale=scale)
+    server = await start_ours(bench, cluster, command, scale=scale, extra=extra)
     bench.progress(f"aggregated: pizza-apiserver at {server.url}, APIServices Available")
     assert server.proc is not None
     ours = Side(
