@@ -26,7 +26,7 @@ from storage.etcd_client import (
     open_endpoint,
     prefix_range_end,
 )
-from storage.etcd_compactor import compact_to, recorded_compaction, run_compactor
+from storage.etcd_compactor import compact_to, compaction_request, recorded_compaction, run_compactor
 from storage.etcd_watch import EtcdWatch, compacted_revision
 from storage.interface import (
     AlreadyExists,
@@ -311,12 +311,9 @@ class EtcdStorage:
         it is learnt when a read meets it."""
         now = asyncio.get_running_loop().time()
         if now - self._compaction_read_at >= COMPACTION_POLL:
+            resp = await self._range(compaction_request(), "compact_rev_key")
+            self._learn_compaction(recorded_compaction(resp))
             self._compaction_read_at = now
-            try:
-                self._learn_compaction(await recorded_compaction(self._conn))
-            except (StorageError, grpc.aio.AioRpcError):
-                self._compaction_read_at = now - COMPACTION_POLL  # ask again next time
-                raise
         if revision < self._compacted:
             raise TooOldResourceVersion(revision, self._compacted, self._seen_revision)
 

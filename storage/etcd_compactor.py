@@ -83,14 +83,14 @@ async def compact_to(conn: EtcdConnection, revision: int) -> None:
         raise
 
 
-async def recorded_compaction(conn: EtcdConnection) -> int:
-    """The revision the last compaction by kube's protocol compacted to (compact_rev_key's value;
-    kube's etcd3 compactor reads the same), 0 when none was recorded."""
+def compaction_request() -> rpc.RangeRequest:
+    """The read of compact_rev_key, where kube's protocol records the revision it compacted to."""
+    return rpc.RangeRequest(key=COMPACT_REV_KEY)
 
-    async def send(endpoint: Endpoint, left: float) -> rpc.RangeResponse:
-        return await endpoint.kv.Range(rpc.RangeRequest(key=COMPACT_REV_KEY), timeout=left)
 
-    resp = await conn.call(send, idempotent=True, key=COMPACT_REV_KEY.decode())
+def recorded_compaction(resp: rpc.RangeResponse) -> int:
+    """The revision in compact_rev_key's value (kube's etcd3 compactor reads the same), 0 when none
+    was recorded."""
     try:
         return int(resp.kvs[0].value) if resp.kvs else 0
     except ValueError:
