@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import dataclasses
 import datetime
+import functools
 import sys
 import tempfile
 import time
@@ -21,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from tests.bench import aggregated_report
-from tests.bench.aggregated_setup import deploy, load_both
+from tests.bench.aggregated_setup import cpu_roles, deploy, load_both
 from tests.bench.aggregated_workloads import measure_all, measure_scale, namespaces
 from tests.bench.cluster import check_prerequisites, loopback_cluster, unpack_anchors
+from tests.bench.cpu_probe import CpuProbe
 from tests.bench.go_tools import ToolError, ensure_tools
 from tests.bench.report import Row
 from tests.bench.server_process import ServerCommand
@@ -73,6 +75,7 @@ async def run(
                 scale=args.scale,
                 extra=tuple(args.server_arg),
             )
+            bench.cpu_probe = CpuProbe(functools.partial(cpu_roles, deployment))
             await load_both(bench, deployment)
             await (measure_scale if args.scale else measure_all)(bench, deployment)
         finally:
@@ -109,6 +112,9 @@ def main(args: argparse.Namespace, host: dict[str, Any]) -> int:
     )
     print(aggregated_report.table(records))
     print("ours vs Go: > 1 is better for us (rates ours/Go, latencies and memory Go/ours).")
+    cpu = aggregated_report.cpu_table(rows)
+    if cpu:
+        print(cpu)
     note = aggregated_report.writer_note(rows)
     if note:
         print(f"writers: {note}")

@@ -226,3 +226,40 @@ def write_json(path: Path, rows: list[Row], records: list[dict[str, Any]], meta:
     """The raw rows (the tools' own output lines included), the judged lines and the run's facts."""
     document = {"meta": meta, "lines": records, "rows": [asdict(r) for r in rows]}
     path.write_text(json.dumps(document, indent=1, default=str) + "\n")
+
+
+CPU_WORKLOADS = (
+    ("get_c1", "GET, 1 conn"),
+    ("get_c8", "GET, 8 conns"),
+    ("get_c64", "GET, 64 conns"),
+    ("create_c8", "CREATE, 8 conns"),
+)
+CPU_ROLES = ("client", "aggregator", "etcd", "server")
+
+
+def cpu_table(rows: Iterable[Row]) -> str:
+    """µs of CPU per request by process (cpu_probe), and the best ratio a free server could reach.
+
+    "ceiling" is Go's whole path over ours without our server: the ratio our side would show if
+    our server cost nothing and the two cores were the only bound (true at 8 and 64 connections,
+    where both are busy; at 1 connection latency bounds the rate instead).
+    """
+    index = {(r.backend, r.config, r.workload): r for r in rows}
+    out = []
+    for via in ("aggregator", "direct"):
+        for workload, label in CPU_WORKLOADS:
+            ours, go = index.get(("ours", via, workload)), index.get(("go", via, workload))
+            if ours is None or go is None or "cpu_us" not in ours.detail or "cpu_us" not in go.detail:
+                continue
+            cells = []
+            for name, row in (("ours", ours), ("Go", go)):
+                cpu = row.detail["cpu_us"]
+                parts = " + ".join(f"{role} {cpu.get(role, 0.0):.0f}" for role in CPU_ROLES)
+                cells.append(f"{name} {sum(cpu.get(r, 0.0) for r in CPU_ROLES):.0f} = {parts}")
+            ours_cpu, go_cpu = ours.detail["cpu_us"], go.detail["cpu_us"]
+            without_server = sum(ours_cpu.get(r, 0.0) for r in CPU_ROLES if r != "server")
+            ceiling = sum(go_cpu.get(r, 0.0) for r in CPU_ROLES) / without_server if without_server else 0.0
+            out.append(f"{label:<16} {via:<10}  {cells[0]};  {cells[1]};  ceiling {ceiling:.2f}x")
+    if not out:
+        return ""
+    return "CPU µs per request by process (client = loadgen):\n" + "\n".join(out)

@@ -240,6 +240,16 @@ async def deploy(
     return Deployment(cluster, ours, go, server, ours_wardle, namespaces)
 
 
+def cpu_roles(deployment: Deployment, backend: str) -> dict[str, list[int]]:
+    """Whose CPU a request on `backend`'s side costs (cpu_probe): the aggregator, etcd, the server."""
+    server = deployment.go.pid if backend == "go" else deployment.ours.pid
+    return {
+        "aggregator": [deployment.cluster.pid("kube-apiserver")],
+        "etcd": [deployment.cluster.pid("etcd")],
+        "server": list(tree_rss(server)),  # ours: the supervisor and every worker
+    }
+
+
 async def load_both(bench: Bench, deployment: Deployment) -> None:
     """Pizzas into ours (load_objects: toppings first), flunders into Go; then capture both."""
     bench.progress(f"aggregated: loading {bench.sizes.objects:,} pizzas into ours")

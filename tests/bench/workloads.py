@@ -27,6 +27,7 @@ import orjson
 
 from tests.bench import bench_connections, go_tools
 from tests.bench.api_client import api_client, paged_pass, pizza_body, pizzas_path, verify_watch
+from tests.bench.cpu_probe import CpuProbe
 from tests.bench.floor import RouteWriter, route_key
 from tests.bench.go_tools import GoTools, LoadResult, TLSFiles, ToolError
 from tests.bench.report import Row
@@ -164,6 +165,9 @@ class Bench:
     # (backend, config) -> (RSS before the fan-out, its peak), for the open-watches memory row.
     fanout_peaks: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
+    # Where every process's CPU is read (--aggregated): rows with a request count then also carry
+    # detail["cpu_us"], µs of CPU per request by role.
+    cpu_probe: CpuProbe | None = None
 
     def progress(self, text: str) -> None:
         print(f"[{time.monotonic() - self.started:6.1f}s] {text}", file=sys.stderr, flush=True)
@@ -178,8 +182,14 @@ class Bench:
         """Run one measurement; a failure becomes the row's error instead of ending the whole run."""
         self.progress(f"{backend} / {config}: {workload}")
         row = Row(backend, config, workload)
+        probe = self.cpu_probe
         try:
+            before = probe.sample(backend) if probe is not None else {}
             row.figures, row.detail = await run()
+            if probe is not None and "requests" in row.figures:
+                row.detail["cpu_us"] = probe.per_request(
+                    before, probe.sample(backend), row.figures["requests"]
+                )
         except (ToolError, RuntimeError, aiohttp.ClientError, TimeoutError, KeyError, ValueError) as err:
             row.error = f"{type(err).__name__}: {err}"
             self.progress(f"  failed: {row.error[:400]}")
