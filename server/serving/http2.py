@@ -62,6 +62,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from server.serving.extra_info import DIRECT_WRITE, PEER_CERTIFICATE_DER
+from server.serving.http2_headers import request_error, trailers_error
 from server.serving.options import IDLE_TIMEOUT, MAX_HEADER_BYTES
 from server.serving.rate_limited_log import RateLimitedLog
 
@@ -450,6 +451,7 @@ class H2Protocol(asyncio.Protocol):
             header_encoding=None,
             validate_outbound_headers=False,  # built here: lower-case, no connection-specific fields
             normalize_outbound_headers=False,
+            validate_inbound_headers=False,  # checked in one pass by http2_headers (_malformed)
         )
         self._h2 = _Connection(config=config)
         self._h2.encoder = _PlainEncoder()
@@ -511,6 +513,16 @@ class H2Protocol(asyncio.Protocol):
             client_errors.log(
                 f"h2:{type(err).__name__}", "closing an HTTP/2 connection from %s: %s", _peer(self), err
             )
+            self._flush()
+            self._close_transport()
+            return
+        error = _malformed(events)
+        if error is not None:
+            # What h2 does when its own check fails: GOAWAY PROTOCOL_ERROR, no event acted upon.
+            client_errors.log(
+                "h2:ProtocolError", "closing an HTTP/2 connection from %s: %s", _peer(self), error
+            )
+            self._h2.close_connection(h2.errors.ErrorCodes.PROTOCOL_ERROR)
             self._flush()
             self._close_transport()
             return
@@ -932,6 +944,20 @@ class H2Protocol(asyncio.Protocol):
     def _close_transport(self) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
+
+
+def _malformed(events: list[h2.events.Event]) -> str | None:
+    """The first malformed header block among a read's events (h2 no longer checks them)."""
+    for event in events:
+        if isinstance(event, h2.events.RequestReceived):
+            error = request_error(event.headers or ())
+        elif isinstance(event, h2.events.TrailersReceived):
+            error = trailers_error(event.headers or ())
+        else:
+            continue
+        if error is not None:
+            return error
+    return None
 
 
 def _message(headers: Any) -> tuple[RawRequestMessage | None, int]:
