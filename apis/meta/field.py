@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from apis.goformat import go_quote
+
 
 class ErrorType(enum.Enum):
     # value = (cause reason, human text)
@@ -37,34 +39,6 @@ class ErrorType(enum.Enum):
 _OMIT = object()
 # Types whose bad value Go never prints (they carry only a type and a detail).
 _VALUELESS = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG, ErrorType.INTERNAL}
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-def go_quote(text: str) -> str:
-    """Go's strconv.Quote (``%q``), which field.Error uses for string values.
-
-    JSON quoting differs exactly where hostile input lives: Go writes a NUL as ``\\x00`` and DEL as
-    ``\\x7f`` (JSON: ``\\u0000``, and DEL raw), so kube's message for a selector or name with control
-    characters is only reproduced this way.
-    """
-    out = ['"']
-    for ch in text:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch.isprintable():
-            out.append(ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def format_value(value: Any) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from apis.goformat import go_quote
 from apis.meta.field import FieldError, Path, forbidden, invalid, required, too_long
 from apis.meta.names import NameFn, byte_len, is_qualified_name, is_valid_label_value, name_is_dns_subdomain
 from apis.meta.names import validate_namespace_name as _namespace_name
@@ -205,36 +206,13 @@ def validate_no_new_finalizers(new: Sequence[str], old: Sequence[str], path: Pat
     if not extra:
         return []
     # Go prints the sorted set with %#v: []string{"a", "b"}.
-    found = "[]string{" + ", ".join(_go_quote(f) for f in extra) + "}"
+    found = "[]string{" + ", ".join(go_quote(f) for f in extra) + "}"
     return [
         forbidden(
             path,
             f"no new finalizers can be added if the object is being deleted, found new finalizers {found}",
         )
     ]
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-def _go_quote(s: str) -> str:
-    """strconv.Quote, as %#v prints each string of a []string."""
-    out = []
-    for ch in s:
-        code = ord(ch)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    return '"' + "".join(out) + '"'
 
 
 def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:

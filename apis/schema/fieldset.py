@@ -24,6 +24,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from apis.goformat import smd_json
+
 _ABSENT: Any = object()
 
 
@@ -32,25 +34,6 @@ class FieldsV1Error(ValueError):
 
 
 # --- path elements --------------------------------------------------------------------------------
-
-
-def _go_json(value: Any) -> str:
-    """Compact JSON as Go's encoding/json writes it (sorted keys, HTML characters escaped)."""
-    text = json.dumps(_normalize_numbers(value), separators=(",", ":"), ensure_ascii=False, sort_keys=True)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
-        text = text.replace(raw, escaped)
-    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
-def _normalize_numbers(value: Any) -> Any:
-    # Go writes the float64 2.0 as "2"; Python would write "2.0".
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _normalize_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_normalize_numbers(v) for v in value]
-    return value
 
 
 def field_element(name: str) -> str:
@@ -62,18 +45,18 @@ def key_element(keys: Mapping[str, Any]) -> str:
         # Types are part of the key: 1, 1.0 and True are equal in Python but not in JSON.
         return _key_element(tuple((k, type(v), v) for k, v in keys.items()))
     except TypeError:  # a list or map as a key's value: computed each time
-        return "k:" + _go_json(dict(keys))
+        return "k:" + smd_json(dict(keys))
 
 
 @functools.lru_cache(maxsize=4096)
 def _key_element(items: tuple[tuple[str, type, Any], ...]) -> str:
     """Every list-map item of every write is keyed (a pizza's toppings by name), and the same few
     keys recur: Go-style JSON of each was 4 us, a fifth of a create's field tracking."""
-    return "k:" + _go_json({k: v for k, _, v in items})
+    return "k:" + smd_json({k: v for k, _, v in items})
 
 
 def value_element(value: Any) -> str:
-    return "v:" + _go_json(value)
+    return "v:" + smd_json(value)
 
 
 def index_element(index: int) -> str:

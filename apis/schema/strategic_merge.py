@@ -19,11 +19,11 @@ are typed by how kube's handler answers them (interpretStrategicMergePatchError)
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
+
+from apis.goformat import go_float
 
 DIRECTIVE = "$patch"
 _DELETE, _REPLACE, _MERGE = "delete", "replace", "merge"
@@ -57,27 +57,7 @@ def go_format(value: Any) -> str:
         return "<nil>"
     if isinstance(value, bool):
         return "true" if value else "false"
-    return _go_float(value) if isinstance(value, float) else str(value)
-
-
-def _go_float(value: float) -> str:
-    """strconv.FormatFloat(v, 'g', -1, 64): shortest digits, exponent form from 1e+06 and below 1e-04."""
-    if math.isnan(value) or math.isinf(value):
-        return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
-    if value == 0:
-        return "0"
-    sign, raw, exponent = Decimal(repr(value)).normalize().as_tuple()
-    digits = "".join(map(str, raw))
-    point = len(digits) + int(exponent)  # digits before the decimal point
-    prefix = "-" if sign else ""
-    if not -4 <= point - 1 < 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{prefix}{mantissa}e{'-' if point - 1 < 0 else '+'}{abs(point - 1):02d}"
-    if point <= 0:
-        return f"{prefix}0.{'0' * -point}{digits}"
-    if point >= len(digits):
-        return prefix + digits + "0" * (point - len(digits))
-    return f"{prefix}{digits[:point]}.{digits[point:]}"
+    return go_float(value) if isinstance(value, float) else str(value)
 
 
 _PRIMITIVE_LIST = "invalid patch format of primitive list"

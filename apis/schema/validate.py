@@ -26,9 +26,9 @@ import json
 import math
 import re
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
+from apis.goformat import go_float, go_json
 from apis.meta import field
 from apis.meta.field import ErrorType, FieldError
 from apis.schema.memo import per_schema
@@ -355,55 +355,6 @@ _FORMAT_CHECKS: dict[str, Callable[[str], bool]] = {
     "password": lambda s: True,
     **{name: _matcher(re.compile(p)) for name, p in _UUID.items()},
 }
-
-
-# --- Go value rendering ----------------------------------------------------------------------------
-
-
-def _digits(f: float) -> tuple[str, int]:
-    """Shortest round-trip digits of |f| and the decimal point position (strconv's digs.d, digs.dp)."""
-    t = Decimal(repr(abs(f))).normalize().as_tuple()
-    digits = "".join(map(str, t.digits))
-    return digits, len(digits) + int(t.exponent)
-
-
-def _format_digits(f: float, digits: str, dp: int, exponent_form: bool) -> str:
-    sign = "-" if f < 0 else ""
-    if exponent_form:
-        exp = dp - 1
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{sign}{mantissa}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    if dp <= 0:
-        return f"{sign}0.{'0' * -dp}{digits}"
-    if dp >= len(digits):
-        return sign + digits + "0" * (dp - len(digits))
-    return f"{sign}{digits[:dp]}.{digits[dp:]}"
-
-
-def go_float(f: float) -> str:
-    """fmt's %v of a float64 (strconv 'g', shortest): 1e+06, 0.5, 100000."""
-    if not math.isfinite(f):
-        return "NaN" if math.isnan(f) else ("+Inf" if f > 0 else "-Inf")
-    if f == 0:
-        return "0"
-    digits, dp = _digits(f)
-    return _format_digits(f, digits, dp, dp - 1 < -4 or dp - 1 >= 6)
-
-
-def go_json(value: Any) -> str:
-    """encoding/json's rendering of a decoded JSON value (sorted keys, Go's float format)."""
-    if isinstance(value, float) and math.isfinite(value):
-        if value == 0:
-            return "0"
-        digits, dp = _digits(value)
-        text = _format_digits(value, digits, dp, abs(value) < 1e-6 or abs(value) >= 1e21)
-        return re.sub(r"e([+-])0(\d)$", r"e\1\2", text)
-    if isinstance(value, list):
-        return "[" + ",".join(go_json(v) for v in value) + "]"
-    if isinstance(value, dict):
-        members = (f"{json.dumps(k, ensure_ascii=False)}:{go_json(value[k])}" for k in sorted(value))
-        return "{" + ",".join(members) + "}"
-    return json.dumps(value, ensure_ascii=False)
 
 
 # --- pass 2: embedded resources and list types -----------------------------------------------------

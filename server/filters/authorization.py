@@ -16,6 +16,7 @@ from collections.abc import Awaitable
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from apis.goformat import go_quote
 from apis.meta.errors import GroupResource, StatusError, forbidden, internal_error
 from server.authz.interface import Authorizer, AuthzAttributes, Decision, decider_now
 from server.filters.authentication import audit_annotations, user_of
@@ -87,34 +88,12 @@ def forbidden_error(attrs: AuthzAttributes, reason: str = "") -> StatusError:
 
 
 def forbidden_message(attrs: AuthzAttributes) -> str:
-    user = _go_quote(attrs.user.name)
+    user = go_quote(attrs.user.name)
     if not attrs.is_resource_request:
-        return f"User {user} cannot {attrs.verb} path {_go_quote(attrs.path)}"
+        return f"User {user} cannot {attrs.verb} path {go_quote(attrs.path)}"
     resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
-    where = f"in the namespace {_go_quote(attrs.namespace)}" if attrs.namespace else "at the cluster scope"
+    where = f"in the namespace {go_quote(attrs.namespace)}" if attrs.namespace else "at the cluster scope"
     return (
-        f"User {user} cannot {attrs.verb} resource {_go_quote(resource)} "
-        f"in API group {_go_quote(attrs.api_group)} {where}"
+        f"User {user} cannot {attrs.verb} resource {go_quote(resource)} "
+        f"in API group {go_quote(attrs.api_group)} {where}"
     )
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-def _go_quote(value: str) -> str:
-    """Go's %q (strconv.Quote): a path may carry any decoded character, and must not break the message."""
-    out: list[str] = []
-    for c in value:
-        if c in ('"', "\\"):
-            out.append("\\" + c)
-        elif c in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[c])
-        elif c.isprintable():
-            out.append(c)
-        elif ord(c) < 0x80:
-            out.append(f"\\x{ord(c):02x}")
-        elif ord(c) <= 0xFFFF:
-            out.append(f"\\u{ord(c):04x}")
-        else:
-            out.append(f"\\U{ord(c):08x}")
-    return '"' + "".join(out) + '"'

@@ -13,7 +13,7 @@ import pytest
 
 from apis.meta.field import ErrorType
 from apis.meta.schemas import object_schema
-from apis.schema.validate import go_float, go_json, validate
+from apis.schema.validate import validate
 
 STR = {"type": "string"}
 
@@ -485,34 +485,3 @@ def test_valid_object_has_no_errors() -> None:
         },
     }
     assert validate(obj, schema) == []
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [
-        (0.0, "0"),
-        (1.0, "1"),
-        (0.5, "0.5"),
-        (100000.0, "100000"),
-        (1e6, "1e+06"),
-        (1234567.0, "1.234567e+06"),
-        (1e-5, "1e-05"),
-        (-2.5, "-2.5"),
-    ],
-)
-def test_go_float(value: float, text: str) -> None:
-    assert go_float(value) == text
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [
-        (1.0, "1"),
-        (1e6, "1000000"),
-        (1e21, "1e+21"),
-        (1e-7, "1e-7"),
-        ({"b": 1, "a": [True, None]}, '{"a":[true,null],"b":1}'),
-    ],
-)
-def test_go_json(value: Any, text: str) -> None:
-    assert go_json(value) == text
