@@ -9,20 +9,11 @@ How: the framing, HPACK, stream states and flow-control bookkeeping are python-h
 library hypercorn uses). ``H2Protocol`` sits where ``BoundedRequestHandler`` sits for HTTP/1.1 —
 the application protocol under ``CompactSSLProtocol``, which picks it after the handshake when ALPN
 chose "h2" — and turns each stream into an aiohttp ``web.Request`` built by the Application's own
-request factory, run through the same handler chain, with:
+request factory, run through the same handler chain. What each stream looks like to aiohttp (its
+protocol, transport, body reader and response writer) is ``server.serving.http2_stream``; the checks
+of a received header block and the request message built from it are ``server.serving.http2_headers``.
 
-- ``_Stream`` as the request's ``protocol`` (what ``request.protocol`` / ``request.transport`` /
-  ``request.remote`` read), whose ``transport`` is a per-stream ``_StreamTransport``: the client
-  certificate and every other ``get_extra_info`` come from the TLS connection, while ``write``,
-  ``abort``, ``is_closing`` and the direct watch writes act on this stream only;
-- ``_Body``, aiohttp's ``StreamReader`` fed from DATA frames, returning flow control to the client
-  as the handler reads (so a stream buffers at most its 256 KiB window);
-- ``_Writer``, an ``AbstractStreamWriter`` turning the response into HEADERS and DATA frames within
-  the client's connection and stream windows; a stream waiting for WINDOW_UPDATE waits alone.
-
-Requests carry HTTP version 1.1 towards aiohttp (its ``StreamResponse`` refuses chunked responses for
-any other version, and watches are chunked); the writer drops HTTP/1.1's connection-specific headers
-and chunk framing. Settings follow kube's ``SecureServingInfo.Serve`` (k8s.io/apiserver
+Settings follow kube's ``SecureServingInfo.Serve`` (k8s.io/apiserver
 pkg/server/secure_serving.go) over Go's x/net/http2 server: MAX_CONCURRENT_STREAMS 100 unless
 ``--http2-max-streams-per-connection`` says otherwise, 256 KiB stream windows and read frames
 (``resourceBody99Percentile``), a connection window of that times the stream limit, the 90 s idle
@@ -38,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -51,18 +41,15 @@ import h2.exceptions
 import h2.settings
 import hpack
 from aiohttp import web
-from aiohttp.abc import AbstractStreamWriter
-from aiohttp.compression_utils import ZLibCompressor
-from aiohttp.http import HttpVersion11, RawRequestMessage
+from aiohttp.http import RawRequestMessage
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 from aiohttp.web_exceptions import HTTPException
 from aiohttp.web_server import Server
 from hyperframe.frame import GoAwayFrame
-from multidict import CIMultiDict, CIMultiDictProxy
-from yarl import URL
 
 from server.serving.extra_info import DIRECT_WRITE, PEER_CERTIFICATE_DER
-from server.serving.http2_headers import request_error, trailers_error
+from server.serving.http2_headers import request_error, request_message, trailers_error
+from server.serving.http2_stream import Body, Stream, Writer
 from server.serving.options import IDLE_TIMEOUT, MAX_HEADER_BYTES
 from server.serving.rate_limited_log import RateLimitedLog
 
@@ -80,18 +67,12 @@ HEADER_LIST_SLACK = 10 * 32
 # does; HPACK state cannot survive skipping a block, so beyond it the connection ends (a client
 # that ignores our SETTINGS_MAX_HEADER_LIST_SIZE by that much is not one to keep).
 DECODE_FACTOR = 4
-# A writer waits while more than this is queued on its stream (the client's window is closed, or
-# the TLS connection is paused); small enough that 100 streams keep only a few MB per connection.
-STREAM_HIGH_WATER = 64 * 1024
 # Queued frames go to the TLS transport once this much is waiting, so its flow control applies
 # within one long write too; smaller writes are gathered until the loop's next turn.
 FLUSH_AT = 64 * 1024
 # The initial connection window every HTTP/2 endpoint starts with (RFC 9113 6.9.2).
 DEFAULT_WINDOW = 65_535
 
-# Connection-specific fields HTTP/2 forbids (RFC 9113 8.2.2); aiohttp adds some for HTTP/1.1.
-_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"})
-_UNIQUE = frozenset({"audit-id"})
 _TOO_LARGE_BODY = b"<h1>HTTP Error 431</h1><p>Request Header Field(s) Too Large</p>"
 _CANCEL = h2.errors.ErrorCodes.CANCEL
 _NO_ERROR = h2.errors.ErrorCodes.NO_ERROR
@@ -155,284 +136,6 @@ class _PlainEncoder(hpack.Encoder):
         return super().encode(headers, huffman=False)
 
 
-class _Body(StreamReader):
-    """A request body from DATA frames; what the handler reads is given back to the client's window."""
-
-    __slots__ = ("_on_read",)
-
-    def __init__(
-        self, stream: _Stream, loop: asyncio.AbstractEventLoop, on_read: Callable[[int], None]
-    ) -> None:
-        super().__init__(stream, 2**16, loop=loop)  # type: ignore[arg-type]
-        self._on_read = on_read
-
-    def _read_nowait_chunk(self, n: int) -> bytes:
-        data = super()._read_nowait_chunk(n)
-        if data:
-            self._on_read(len(data))
-        return data
-
-
-class _Stream:
-    """One request: its send queue and window state, and what aiohttp reads as ``request.protocol``."""
-
-    __slots__ = (
-        "body",
-        "chunked",
-        "conn",
-        "end_requested",
-        "ended",
-        "headers_sent",
-        "id",
-        "on_lost",
-        "pending",
-        "pending_size",
-        "remote_ended",
-        "reset",
-        "task",
-        "transport",
-        "unread",
-        "waiter",
-    )
-
-    # aiohttp's request reads these from its protocol (multipart limits); HTTP/2 bounds the head.
-    max_field_size = MAX_HEADER_BYTES
-    max_headers = MAX_HEADER_BYTES // 4
-    _reading_paused = False
-
-    def __init__(self, conn: H2Protocol, stream_id: int) -> None:
-        self.conn = conn
-        self.id = stream_id
-        self.pending: deque[bytes | memoryview] = deque()
-        self.pending_size = 0
-        self.end_requested = False
-        self.ended = False  # END_STREAM sent
-        self.remote_ended = False  # the request body is complete
-        self.reset = False
-        self.headers_sent = False
-        self.chunked = False
-        self.unread = 0  # received and not yet read by the handler: returned to the window when done
-        self.body: _Body | None = None
-        self.task: asyncio.Task[None] | None = None
-        self.waiter: asyncio.Future[None] | None = None
-        self.on_lost: Callable[[], object] | None = None
-        self.transport = _StreamTransport(self)
-
-    # --- what aiohttp's BaseRequest and StreamReader ask of a protocol ---
-
-    @property
-    def connected(self) -> bool:
-        return not self.reset and self.conn.transport is not None
-
-    @property
-    def ssl_context(self) -> Any:
-        return self.conn.extra("sslcontext")
-
-    @property
-    def peername(self) -> Any:
-        return self.conn.extra("peername")
-
-    @property
-    def sockname(self) -> Any:
-        return self.conn.extra("sockname")
-
-    def pause_reading(self) -> None:
-        """Nothing to do: the stream window already bounds what the client may send unread."""
-
-    def resume_reading(self, resume_parser: bool = True) -> None:
-        """See ``pause_reading``."""
-
-    # --- the stream's state ---
-
-    @property
-    def closing(self) -> bool:
-        return self.reset or self.end_requested or self.conn.transport is None
-
-    def wake(self) -> None:
-        waiter = self.waiter
-        if waiter is not None:
-            self.waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def lost(self) -> None:
-        """The client reset the stream or the connection went: end the handler as kube's context does."""
-        if self.reset:
-            return
-        self.reset = True
-        self.pending.clear()
-        self.pending_size = 0
-        if self.body is not None and not self.body.is_eof():
-            self.body.set_exception(ConnectionResetError("stream reset"))
-        self.wake()
-        on_lost, self.on_lost = self.on_lost, None
-        if on_lost is not None:
-            on_lost()
-        # As aiohttp treats a closed HTTP/1.1 connection: the handler is cancelled only when the
-        # server asks for that; otherwise a watch ends through ``on_lost`` (released, and counted in
-        # the metrics like any finished request) and other handlers finish with their writes dropped.
-        task = self.task
-        if (
-            self.conn.cancels_handlers
-            and task is not None
-            and not task.done()
-            and task is not asyncio.current_task()
-        ):
-            task.cancel()
-
-
-class _StreamTransport(asyncio.Transport):
-    """``request.transport`` of an HTTP/2 request: the TLS connection's information, this stream's
-    writes. Written to directly only by the watch endpoint (``server/endpoints/watch.py``), in
-    HTTP/1.1 chunk framing, which is unwrapped here into DATA frames."""
-
-    __slots__ = ("_stream",)
-
-    def __init__(self, stream: _Stream) -> None:
-        # No super().__init__(): its extra dict would go unused (get_extra_info asks the connection).
-        self._stream = stream
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        if name == DIRECT_WRITE:
-            return self._write_small
-        return self._stream.conn.extra(name, default)
-
-    def is_closing(self) -> bool:
-        return self._stream.closing
-
-    def close(self) -> None:
-        self.abort()
-
-    def abort(self) -> None:
-        """Cut this stream alone: RST_STREAM INTERNAL_ERROR, Go's answer to an aborted handler."""
-        stream = self._stream
-        if not stream.reset and not stream.ended:
-            stream.conn.reset_stream(stream, _INTERNAL_ERROR)
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        stream = self._stream
-        if stream.closing:
-            return
-        conn = stream.conn
-        for piece in _unchunk(data) if stream.chunked else (data,):
-            conn.queue(stream, piece)
-
-    def _write_small(self, data: bytes) -> bool:
-        """``DIRECT_WRITE``: a watch event framed now if nothing waits before it and the windows allow."""
-        stream = self._stream
-        if stream.pending or stream.closing or not stream.headers_sent:
-            return False
-        pieces = _unchunk(data) if stream.chunked else (data,)
-        return len(pieces) == 1 and stream.conn.send_now(stream, pieces[0])
-
-    def get_write_buffer_size(self) -> int:
-        return self._stream.pending_size
-
-    def get_write_buffer_limits(self) -> tuple[int, int]:
-        return (0, STREAM_HIGH_WATER)
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        """Fixed: the stream's queue is bounded by ``STREAM_HIGH_WATER``."""
-
-    def is_reading(self) -> bool:
-        return not self._stream.reset
-
-    def pause_reading(self) -> None:
-        """Flow control bounds the stream's reading; see ``_Stream.pause_reading``."""
-
-    def resume_reading(self) -> None:
-        """See ``pause_reading``."""
-
-
-def _unchunk(data: bytes | bytearray | memoryview) -> list[memoryview]:
-    """The payloads of HTTP/1.1 chunks (``<hex size>\\r\\n<payload>\\r\\n``...), without copying them."""
-    raw = data if isinstance(data, bytes) else bytes(data)
-    view = memoryview(raw)
-    pieces: list[memoryview] = []
-    position, end = 0, len(raw)
-    while position < end:
-        line_end = raw.index(b"\r\n", position)
-        size = int(raw[position:line_end].split(b";", 1)[0], 16)
-        if size == 0:
-            break
-        start = line_end + 2
-        pieces.append(view[start : start + size])
-        position = start + size + 2
-    return pieces
-
-
-class _Writer(AbstractStreamWriter):
-    """aiohttp's response writer for one stream: HEADERS, then DATA within the windows, END_STREAM."""
-
-    __slots__ = ("_compress", "_headers", "_stream")
-
-    def __init__(self, stream: _Stream) -> None:
-        self._stream = stream
-        self._headers: list[tuple[bytes, bytes]] | None = None
-        self._compress: ZLibCompressor | None = None
-        self.buffer_size = 0
-        self.output_size = 0
-        self.length: int | None = 0
-
-    def enable_chunking(self) -> None:
-        """HTTP/2 has its own framing: only the watch endpoint's direct writes need unwrapping."""
-        self._stream.chunked = True
-
-    def enable_compression(self, encoding: str = "deflate", strategy: int | None = None) -> None:
-        self._compress = ZLibCompressor(encoding=encoding, strategy=strategy)
-
-    async def write_headers(self, status_line: str, headers: CIMultiDict[str]) -> None:
-        status = status_line.split(" ", 2)[1].encode("ascii")
-        block = [(b":status", status)]
-        for name, value in headers.items():
-            lower = name.lower()
-            if lower in _UNIQUE:
-                # A value no other response repeats: kept out of HPACK's table, where it would
-                # only push out the ones that do repeat.
-                block.append(hpack.NeverIndexedHeaderTuple(lower.encode("utf-8"), value.encode("utf-8")))
-            elif lower not in _HOP_BY_HOP:
-                block.append((lower.encode("utf-8"), value.encode("utf-8")))
-        self._headers = block
-
-    def send_headers(self, end: bool = False) -> None:
-        block, self._headers = self._headers, None
-        if block is not None:
-            self._stream.conn.send_headers(self._stream, block, end)
-
-    async def write(self, chunk: bytes | bytearray | memoryview) -> None:
-        if self._compress is not None and chunk:
-            chunk = await self._compress.compress(chunk)
-        self.send_headers()
-        if chunk:
-            self.output_size += len(chunk)
-            if self.on_body_write is not None:
-                self.on_body_write(len(chunk), self.output_size)
-            stream = self._stream
-            stream.conn.queue(stream, chunk)
-            if stream.pending_size > STREAM_HIGH_WATER:
-                await stream.conn.drained(stream, STREAM_HIGH_WATER)
-        elif self._stream.reset:
-            raise ConnectionResetError("stream reset by the client")
-
-    async def write_eof(self, chunk: bytes = b"") -> None:
-        if self._compress is not None:
-            chunk = (await self._compress.compress(chunk) if chunk else b"") + self._compress.flush()
-        stream = self._stream
-        if not chunk and self._headers is not None:
-            self.send_headers(end=True)
-            return
-        self.send_headers()
-        if chunk:
-            self.output_size += len(chunk)
-            if self.on_body_write is not None:
-                self.on_body_write(len(chunk), self.output_size)
-        stream.conn.queue(stream, chunk, end=True)
-        await stream.conn.drained(stream, 0)
-
-    async def drain(self) -> None:
-        await self._stream.conn.drained(self._stream, STREAM_HIGH_WATER)
-
-
 class H2Protocol(asyncio.Protocol):
     """One HTTP/2 connection under the TLS layer: frames in, streams served by aiohttp's ``server``."""
 
@@ -456,8 +159,8 @@ class H2Protocol(asyncio.Protocol):
         self._h2 = _Connection(config=config)
         self._h2.encoder = _PlainEncoder()
         self._h2.decode_limit = settings.header_list_limit * DECODE_FACTOR
-        self._streams: dict[int, _Stream] = {}
-        self._blocked: dict[int, _Stream] = {}  # streams with data waiting for a window or the socket
+        self._streams: dict[int, Stream] = {}
+        self._blocked: dict[int, Stream] = {}  # streams with data waiting for a window or the socket
         self._paused = False
         self._closing = False  # GOAWAY sent: no new streams
         self._last_stream = 0
@@ -621,10 +324,10 @@ class H2Protocol(asyncio.Protocol):
         if self._idle_handle is not None:
             self._idle_handle.cancel()
             self._idle_handle = None
-        stream = _Stream(self, stream_id)
+        stream = Stream(self, stream_id)
         self._streams[stream_id] = stream
         body_follows = event.stream_ended is None
-        message, size = _message(event.headers or ())
+        message, size = request_message(event.headers or ())
         if size > self._settings.header_list_limit:
             client_errors.log(
                 "h2-header-too-large",
@@ -641,18 +344,18 @@ class H2Protocol(asyncio.Protocol):
             self._idle()
             return
         if body_follows:
-            stream.body = _Body(stream, self._loop, lambda size: self._consumed(stream, size))
+            stream.body = Body(stream, self._loop, lambda size: self._consumed(stream, size))
             payload: StreamReader = stream.body
         else:
             stream.remote_ended = True
             payload = EMPTY_PAYLOAD
         stream.task = self._loop.create_task(self._serve(stream, message, payload))
 
-    async def _serve(self, stream: _Stream, message: RawRequestMessage, payload: StreamReader) -> None:
+    async def _serve(self, stream: Stream, message: RawRequestMessage, payload: StreamReader) -> None:
         """aiohttp's RequestHandler._handle_request and finish_response, for one stream."""
         server = self._server
         server.requests_count += 1
-        writer = _Writer(stream)
+        writer = Writer(stream)
         task = asyncio.current_task()
         assert task is not None
         request = server.request_factory(message, payload, stream, writer, task)  # type: ignore[arg-type]
@@ -690,7 +393,7 @@ class H2Protocol(asyncio.Protocol):
         finally:
             self._done(stream)
 
-    async def _too_large(self, stream: _Stream) -> None:
+    async def _too_large(self, stream: Stream) -> None:
         """Go's handleHeaderListTooLong."""
         try:
             self.send_headers(
@@ -703,7 +406,7 @@ class H2Protocol(asyncio.Protocol):
         finally:
             self._done(stream)
 
-    def _done(self, stream: _Stream) -> None:
+    def _done(self, stream: Stream) -> None:
         """The handler returned: give back the window of what it left unread, forget the stream."""
         stream.task = None
         stream.on_lost = None
@@ -749,7 +452,7 @@ class H2Protocol(asyncio.Protocol):
             stream.unread += len(data)
             stream.body.feed_data(data)
 
-    def _consumed(self, stream: _Stream, size: int) -> None:
+    def _consumed(self, stream: Stream, size: int) -> None:
         """The handler read ``size`` bytes of the body: the client may send that much more."""
         stream.unread -= size
         if self.transport is None:
@@ -786,7 +489,7 @@ class H2Protocol(asyncio.Protocol):
 
     # --- sending ---
 
-    def send_headers(self, stream: _Stream, block: list[tuple[bytes, bytes]], end: bool) -> None:
+    def send_headers(self, stream: Stream, block: list[tuple[bytes, bytes]], end: bool) -> None:
         if stream.reset or self.transport is None:
             raise ConnectionResetError("stream reset by the client")
         try:
@@ -799,7 +502,7 @@ class H2Protocol(asyncio.Protocol):
             stream.end_requested = stream.ended = True
         self._schedule_flush()
 
-    def queue(self, stream: _Stream, data: bytes | bytearray | memoryview, end: bool = False) -> None:
+    def queue(self, stream: Stream, data: bytes | bytearray | memoryview, end: bool = False) -> None:
         """Queue ``data`` (END_STREAM after it with ``end``) and send what the windows allow."""
         if stream.reset or self.transport is None:
             raise ConnectionResetError("stream reset by the client")
@@ -813,7 +516,7 @@ class H2Protocol(asyncio.Protocol):
             stream.end_requested = True
         self._push(stream)
 
-    def send_now(self, stream: _Stream, data: bytes | memoryview) -> bool:
+    def send_now(self, stream: Stream, data: bytes | memoryview) -> bool:
         """One DATA frame at once if the windows and the socket allow all of it; else False (queue it)."""
         if self._paused or self.transport is None:
             return False
@@ -829,7 +532,7 @@ class H2Protocol(asyncio.Protocol):
         self._sent(size)
         return True
 
-    def _push(self, stream: _Stream) -> None:
+    def _push(self, stream: Stream) -> None:
         try:
             self._push_frames(stream)
         except h2.exceptions.StreamClosedError:
@@ -837,7 +540,7 @@ class H2Protocol(asyncio.Protocol):
             self._blocked.pop(stream.id, None)
             stream.lost()
 
-    def _push_frames(self, stream: _Stream) -> None:
+    def _push_frames(self, stream: Stream) -> None:
         conn = self._h2
         stream_id = stream.id
         pending = stream.pending
@@ -877,7 +580,7 @@ class H2Protocol(asyncio.Protocol):
             if not stream.reset:
                 self._push(stream)
 
-    async def drained(self, stream: _Stream, level: int) -> None:
+    async def drained(self, stream: Stream, level: int) -> None:
         """Wait until at most ``level`` bytes are queued; ConnectionResetError if the stream is reset."""
         while stream.pending_size > level or (level == 0 and stream.end_requested and not stream.ended):
             if stream.reset or self.transport is None:
@@ -888,7 +591,7 @@ class H2Protocol(asyncio.Protocol):
         if stream.reset or (self.transport is None and not stream.ended):
             raise ConnectionResetError("stream reset by the client")
 
-    def reset_stream(self, stream: _Stream, code: h2.errors.ErrorCodes) -> None:
+    def reset_stream(self, stream: Stream, code: h2.errors.ErrorCodes) -> None:
         if self.transport is not None and not stream.reset:
             with contextlib.suppress(h2.exceptions.ProtocolError):
                 self._h2.reset_stream(stream.id, code)
@@ -958,53 +661,6 @@ def _malformed(events: list[h2.events.Event]) -> str | None:
         if error is not None:
             return error
     return None
-
-
-def _message(headers: Any) -> tuple[RawRequestMessage | None, int]:
-    """aiohttp's RawRequestMessage from an HTTP/2 header list, and the list's size as Go counts it."""
-    method = path = authority = None
-    fields: CIMultiDict[str] = CIMultiDict()
-    raw: list[tuple[bytes, bytes]] = []
-    size = 0
-    for name, value in headers:
-        size += len(name) + len(value) + 32
-        if name[:1] == b":":
-            if name == b":method":
-                method = value.decode("ascii", "surrogateescape")
-            elif name == b":path":
-                path = value.decode("utf-8", "surrogateescape")
-            elif name == b":authority":
-                authority = value.decode("utf-8", "surrogateescape")
-            continue
-        raw.append((name, value))
-        fields.add(name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
-    if method is None or path is None:
-        return None, size
-    if authority is not None and "Host" not in fields:
-        fields["Host"] = authority
-        raw.append((b"host", authority.encode("utf-8", "surrogateescape")))
-    if path.startswith("/"):
-        # As aiohttp's HTTP/1.1 parser builds an origin-form target.
-        path_part, _, fragment = path.partition("#")
-        path_part, _, query = path_part.partition("?")
-        url = URL.build(path=path_part, query_string=query, fragment=fragment, encoded=True)
-    else:
-        url = URL(path, encoded=True)
-    message = RawRequestMessage(
-        method, path, HttpVersion11, CIMultiDictProxy(fields), tuple(raw), False, None, False, False, url
-    )
-    return message, size
-
-
-def notify_stream_lost(protocol: object, callback: Callable[[], object] | None) -> bool:
-    """``request_limits.notify_connection_lost`` for a request on an HTTP/2 stream; False for others."""
-    if not isinstance(protocol, _Stream):
-        return False
-    if callback is not None and protocol.reset:
-        callback()  # already gone: the watch sees it at once
-        return True
-    protocol.on_lost = callback
-    return True
 
 
 def _peer(protocol: H2Protocol) -> str:

@@ -1,4 +1,4 @@
-"""RFC 9113 §8.2-8.3 checks of a received HTTP/2 header block, in one pass.
+"""A received HTTP/2 header block: RFC 9113 §8.2-8.3 checks in one pass, then aiohttp's request message.
 
 h2 makes these checks itself when `validate_inbound_headers` is on, as seven chained generators
 that look at every byte of every name and value in Python. Profiled behind kube-aggregator (every
@@ -12,6 +12,10 @@ PROTOCOL_ERROR.
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from aiohttp.http import HttpVersion11, RawRequestMessage
+from multidict import CIMultiDict, CIMultiDictProxy
+from yarl import URL
 
 # A field name holds none of 0x00-0x20, A-Z, 0x7f-0xff (§8.2.1): deleting every allowed byte
 # leaves nothing of a good name.
@@ -117,3 +121,39 @@ def trailers_error(headers: Headers) -> str | None:
         if name[0] == 0x3A:
             return f"Received pseudo-header in trailer {name!r}"
     return None
+
+
+def request_message(headers: Headers) -> tuple[RawRequestMessage | None, int]:
+    """aiohttp's RawRequestMessage from an HTTP/2 header list, and the list's size as Go counts it."""
+    method = path = authority = None
+    fields: CIMultiDict[str] = CIMultiDict()
+    raw: list[tuple[bytes, bytes]] = []
+    size = 0
+    for name, value in headers:
+        size += len(name) + len(value) + 32
+        if name[:1] == b":":
+            if name == b":method":
+                method = value.decode("ascii", "surrogateescape")
+            elif name == b":path":
+                path = value.decode("utf-8", "surrogateescape")
+            elif name == b":authority":
+                authority = value.decode("utf-8", "surrogateescape")
+            continue
+        raw.append((name, value))
+        fields.add(name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
+    if method is None or path is None:
+        return None, size
+    if authority is not None and "Host" not in fields:
+        fields["Host"] = authority
+        raw.append((b"host", authority.encode("utf-8", "surrogateescape")))
+    if path.startswith("/"):
+        # As aiohttp's HTTP/1.1 parser builds an origin-form target.
+        path_part, _, fragment = path.partition("#")
+        path_part, _, query = path_part.partition("?")
+        url = URL.build(path=path_part, query_string=query, fragment=fragment, encoded=True)
+    else:
+        url = URL(path, encoded=True)
+    message = RawRequestMessage(
+        method, path, HttpVersion11, CIMultiDictProxy(fields), tuple(raw), False, None, False, False, url
+    )
+    return message, size

@@ -186,7 +186,7 @@ def notify_connection_lost(request: BaseRequest, callback: Callable[[], object] 
         return True
     # An HTTP/2 stream (imported here: http2 imports this module's settings): its RST_STREAM, or
     # its connection's end, is what a closed connection is to HTTP/1.1.
-    from server.serving.http2 import notify_stream_lost
+    from server.serving.http2_stream import notify_stream_lost
 
     return notify_stream_lost(protocol, callback)
 
