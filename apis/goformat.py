@@ -38,6 +38,8 @@ def go_quote(text: str) -> str:
     ``\\x7f`` (JSON: ``\\u0000``, and DEL raw), so kube's message for a selector, name or path with
     control characters is only reproduced this way.
     """
+    if text.isprintable():  # the common case (names, paths, user agents), at C speed
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
     out = ['"']
     for ch in text:
         code = ord(ch)

@@ -9,12 +9,13 @@ and `<endpoint> check passed`; on failure always verbose, HTTP 500, `[-]name fai
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from aiohttp import web
+
+from apis.goformat import go_quote
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ async def _report(endpoint: str, checks: tuple[HealthCheck, ...], request: web.R
             lines.append(f"[-]{check.name} failed: reason withheld")
             failed.append(check.name)
     if excluded:
-        quoted = ",".join(_quote(name) for name in sorted(excluded))
+        quoted = ",".join(go_quote(name) for name in sorted(excluded))
         lines.append(f"warn: some health checks cannot be excluded: no matches for {quoted}")
         logger.warning("cannot exclude some health checks, none installed matching %s", quoted)
     body = "".join(line + "\n" for line in lines)
@@ -133,8 +134,3 @@ async def _run(check: HealthCheck) -> str | None:
 
 def _text(body: str, *, status: int = 200) -> web.Response:
     return web.Response(text=body, status=status, content_type=_TEXT, charset="utf-8", headers=_NOSNIFF)
-
-
-def _quote(name: str) -> str:
-    """Go's %q for the plain names checks have."""
-    return json.dumps(name)

@@ -22,13 +22,12 @@ from __future__ import annotations
 import calendar
 import functools
 import ipaddress
-import json
 import math
 import re
 from collections.abc import Callable
 from typing import Any
 
-from apis.goformat import go_float, go_json
+from apis.goformat import go_float, go_json, go_quote
 from apis.meta import field
 from apis.meta.field import ErrorType, FieldError
 from apis.schema.memo import per_schema
@@ -73,10 +72,6 @@ def validate(obj: Any, schema: Schema, path: str = "", *, is_resource_root: bool
 
 def _field(name: str) -> str:
     return name[1:] if name.startswith(".") else name
-
-
-def _quote(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False)
 
 
 def _types(s: Schema) -> list[str]:
@@ -147,7 +142,7 @@ def _value(x: Any, s: Schema, name: str, errs: list[FieldError], *, root: bool =
 
 
 def _type_error(name: str, value: str, type_name: str) -> FieldError:
-    detail = f"{name} in body must be of type {type_name}: {_quote(value)}"
+    detail = f"{name} in body must be of type {type_name}: {go_quote(value)}"
     return field.type_invalid(_field(name), value, detail)
 
 

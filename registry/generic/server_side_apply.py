@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from apis.goformat import go_quote
 from apis.meta.errors import StatusError
 from apis.runtime.codec import Codec
 from apis.schema.apply_merge import merge, path_string, remove_items, with_named_fields
@@ -163,16 +164,12 @@ class ApplyConflicts(Exception):
 
 def _print(entry: Entry) -> str:
     """printManager (the identifier has no time, so no "at …")."""
-    out = _go_quote(entry.manager)
+    out = go_quote(entry.manager)
     if entry.subresource:
-        out += f" with subresource {_go_quote(entry.subresource)}"
+        out += f" with subresource {go_quote(entry.subresource)}"
     if entry.operation == UPDATE:
         out += f" using {entry.api_version}"
     return out
-
-
-def _go_quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
 
 
 def smd_paths(fields: FieldSet, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

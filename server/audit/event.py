@@ -9,12 +9,12 @@ the same reason. Keys are in the order of kube's Go struct, so logs diff cleanly
 from __future__ import annotations
 
 import ipaddress
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from apis.goformat import go_quote
 from apis.meta.user import UserInfo
 from server.audit.policy import GROUP_VERSION, LEVEL_REQUEST, LEVEL_REQUEST_RESPONSE, level_rank
 from server.request_info import RequestInfo
@@ -218,13 +218,13 @@ def event_string(ev: Mapping[str, Any]) -> str:
     if user.get("username"):
         username = user["username"]
         if user.get("groups"):
-            groups = ",".join(_go_quote(g) for g in user["groups"])
+            groups = ",".join(go_quote(g) for g in user["groups"])
     as_user, as_groups = "<self>", "<lookup>"
     impersonated = ev.get("impersonatedUser")
     if impersonated is not None:
         as_user = impersonated.get("username", "")
         if impersonated.get("groups") is not None:
-            as_groups = ",".join(_go_quote(g) for g in impersonated["groups"])
+            as_groups = ",".join(go_quote(g) for g in impersonated["groups"])
     namespace = (ev.get("objectRef") or {}).get("namespace") or "<none>"
     status = ev.get("responseStatus")
     response = str(status.get("code", 0)) if status is not None else "<deferred>"
@@ -243,10 +243,5 @@ def event_string(ev: Mapping[str, Any]) -> str:
         ("namespace", namespace),
         ("uri", ev.get("requestURI", "")),
     ]
-    text = " ".join(f"{k}={_go_quote(v)}" for k, v in fields)
+    text = " ".join(f"{k}={go_quote(v)}" for k, v in fields)
     return f'{rfc3339_nano(received)} AUDIT: {text} response="{response}"'
-
-
-def _go_quote(text: str) -> str:
-    """Close to Go's %q for the printable text audit fields carry."""
-    return json.dumps(text, ensure_ascii=False)

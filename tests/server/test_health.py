@@ -93,6 +93,12 @@ async def test_excluding_unknown_checks_warns(client: TestClient) -> None:
     )
 
 
+async def test_unknown_excluded_names_are_quoted_as_go_quotes_them(client: TestClient) -> None:
+    # sample-apiserver 1.36.2's answer to the same query: %q, so "é" raw and U+00A0 escaped.
+    response = await client.get("/healthz?verbose&exclude=%C3%A9&exclude=a%01%C2%A0")
+    assert 'no matches for "a\\x01\\u00a0","é"\n' in await response.text()
+
+
 async def test_single_check_sub_path(client: TestClient, storage: Storage) -> None:
     ping = await client.get("/readyz/ping")
     assert (ping.status, await ping.text()) == (200, "ok")

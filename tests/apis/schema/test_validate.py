@@ -242,6 +242,16 @@ CASES: list[tuple[str, dict[str, Any], Any, list[str]]] = [
         ['spec.t: Invalid value: "yesterday": spec.t in body must be of type date-time: "yesterday"'],
     ),
     (
+        # kube-apiserver 1.36.2's message for the same value: %q on both sides.
+        "not a date-time, with characters Go escapes",
+        {"t": {"type": "string", "format": "date-time"}},
+        {"t": "x\x00\u200bé<"},
+        [
+            'spec.t: Invalid value: "x\\x00\\u200bé<": '
+            'spec.t in body must be of type date-time: "x\\x00\\u200bé<"'
+        ],
+    ),
+    (
         "date-time with an impossible day",
         {"t": {"type": "string", "format": "date-time"}},
         {"t": "2023-02-29T00:00:00Z"},
