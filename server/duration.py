@@ -134,4 +134,7 @@ def _is_digit(char: str) -> bool:
 
 
 def _quote(text: str) -> str:
+    # Not strconv.Quote (apis/goformat.go_quote) on purpose: ParseDuration's errors use the time
+    # package's own quote, which in printable ASCII escapes only `"` and `\`, as this does. Beyond
+    # printable ASCII it writes each UTF-8 byte as \xNN: strconv.Quote does not, and neither (yet) does this.
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
