@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from server.etcd_options import DEFAULT_ETCD_PREFIX, EtcdOptions
-from server.generic_options import GenericOptions
-from server.log_options import LogOptions
 from server.options import Options, build_parser, parse_args
+from server.options.etcd import DEFAULT_ETCD_PREFIX, EtcdOptions
+from server.options.generic import GenericOptions
+from server.options.log import LogOptions
 from server.serving.options import ServingOptions
 
 

@@ -1,6 +1,6 @@
 """`-v`: kube's log verbosity (0 is info; 4 and up is debug here, as request-level detail is in kube).
 
-A FlagGroup in the FLAG_GROUPS pattern of server/options.py.
+A FlagGroup in the FLAG_GROUPS pattern of server/options/__init__.py.
 """
 
 from __future__ import annotations

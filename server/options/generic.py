@@ -1,7 +1,7 @@
 """The "generic" flags: where the server keeps its files, and kube's ServerRunOptions (in-flight
 limits, request timeouts, shutdown delay).
 
-A FlagGroup in the FLAG_GROUPS pattern of server/options.py: field names are the argparse dests,
+A FlagGroup in the FLAG_GROUPS pattern of server/options/__init__.py: field names are the argparse dests,
 `add_flags` declares the flags, `validate` reports problems without touching anything.
 """
 

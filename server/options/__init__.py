@@ -8,6 +8,13 @@ empty ``--etcd-servers`` selects the embedded storage instead of being an error.
 
 Options hold only flag values; ``complete()`` fills derived defaults and ``validate()`` reports
 every problem at once, as kube's ``Validate() []error`` does. Neither touches the disk.
+
+This package collects the flag groups (``FLAG_GROUPS``). The groups of kube's generic server
+options live in it (``etcd``, ``generic``, ``log``, ``watch_cache``, ``workers``,
+``delete_collection``); a feature's own group lives with the feature (``server/authn/options.py``,
+``server/serving/options.py``, ...). The value types and adders every group uses are in
+``server/flags.py``, outside the package: a feature's group imports them, and this package imports
+that group.
 """
 
 from __future__ import annotations
@@ -22,13 +29,13 @@ from server.api_groups import ApiGroupsOptions
 from server.audit.options import AuditOptions
 from server.authn.options import AuthenticationOptions
 from server.authz.options import AuthorizationOptions
-from server.delete_collection_options import DeleteCollectionOptions
-from server.etcd_options import EtcdOptions
-from server.generic_options import GenericOptions
-from server.log_options import LogOptions
+from server.options.delete_collection import DeleteCollectionOptions
+from server.options.etcd import EtcdOptions
+from server.options.generic import GenericOptions
+from server.options.log import LogOptions
+from server.options.watch_cache import WatchCacheOptions
+from server.options.workers import WorkersOptions
 from server.serving.options import ServingOptions
-from server.watch_cache_options import WatchCacheOptions
-from server.workers_options import WorkersOptions
 
 
 class FlagGroup(Protocol):

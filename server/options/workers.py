@@ -1,6 +1,6 @@
 """`--workers`: how many server processes share the port (server/supervisor.py).
 
-A FlagGroup in the FLAG_GROUPS pattern of server/options.py. Its flag is listed with the "generic"
+A FlagGroup in the FLAG_GROUPS pattern of server/options/__init__.py. Its flag is listed with the "generic"
 ones, where it has always been shown, so `--help` reads as before.
 """
 

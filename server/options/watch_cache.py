@@ -1,6 +1,6 @@
 """`--watch-cache`: serve reads and watches from memory (registry/generic/cache/) or from storage.
 
-A FlagGroup in the FLAG_GROUPS pattern of server/options.py.
+A FlagGroup in the FLAG_GROUPS pattern of server/options/__init__.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The storage flags: kube-apiserver's etcd flags, plus "no --etcd-servers" meaning the embedded store.
 
-A FlagGroup in the FLAG_GROUPS pattern of server/options.py: field names are the argparse dests,
+A FlagGroup in the FLAG_GROUPS pattern of server/options/__init__.py: field names are the argparse dests,
 `add_flags` declares the flags, `validate` reports problems without touching anything.
 """
 
