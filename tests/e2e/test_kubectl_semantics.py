@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.fixtures.objects import topping
 from tests.fixtures.server import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -29,13 +30,9 @@ def kube(server_process: ServerProcess) -> ServerProcess:
 
 
 def _topping(name: str, cost: float = 1, labels: dict | None = None, finalizers: list | None = None) -> str:
-    meta: dict = {"name": name}
-    if labels:
-        meta["labels"] = labels
-    if finalizers:
-        meta["finalizers"] = finalizers
-    doc = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Topping", "metadata": meta, "spec": {"cost": cost}}
-    return yaml.safe_dump(doc)
+    """A Topping manifest for kubectl's stdin."""
+    meta = {key: value for key, value in (("labels", labels), ("finalizers", finalizers)) if value}
+    return yaml.safe_dump(topping(name, cost, **meta))
 
 
 def _get(kube: ServerProcess, *args: str) -> dict:

@@ -14,26 +14,17 @@ import asyncio
 import os
 import signal
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import orjson
 
 from tests.fixtures.etcd import EtcdFactory
+from tests.fixtures.objects import topping
 from tests.fixtures.server import RunningServer, running_server, start_server_process
 
 GROUP = "restaurant.programming-kubernetes.info"
 TOPPINGS = f"/apis/{GROUP}/v1beta1/toppings"
 BOUND = 120.0
-
-
-def _topping(name: str, cost: float = 1.0) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/v1beta1",
-        "kind": "Topping",
-        "metadata": {"name": name},
-        "spec": {"cost": cost},
-    }
 
 
 async def _writers(
@@ -45,7 +36,7 @@ async def _writers(
         for i in range(each):
             name = f"{prefix}-{w}-{i}"
             try:
-                r = await api.post(TOPPINGS, json=_topping(name))
+                r = await api.post(TOPPINGS, json=topping(name))
                 if r.status == 201:
                     acknowledged.add(name)
                 await r.release()
@@ -117,7 +108,7 @@ async def test_no_acknowledged_write_is_lost_when_the_server_is_killed(tmp_path:
 async def test_conflicting_writers_increment_exactly_once_each(api_server: RunningServer) -> None:
     async with api_server.session() as api, asyncio.timeout(BOUND):
         # Starts at 100: the cost rule lets a cost at most double per update, so 0 → 1 would be refused.
-        r = await api.post(TOPPINGS, json=_topping("counter", 100))
+        r = await api.post(TOPPINGS, json=topping("counter", 100))
         assert r.status == 201
 
         async def increment() -> int:
@@ -164,7 +155,7 @@ async def test_twenty_watchers_see_two_thousand_writes_in_order(embedded_server:
 
         async def create(name: str) -> None:
             async with semaphore:
-                r = await api.post(TOPPINGS, json=_topping(name))
+                r = await api.post(TOPPINGS, json=topping(name))
                 assert r.status == 201, await r.text()
 
         await asyncio.gather(*(create(n) for n in names))

@@ -14,19 +14,11 @@ from pathlib import Path
 
 from tests.fault.blackhole_proxy import blackhole_proxy
 from tests.fixtures.etcd import EtcdMember
+from tests.fixtures.objects import topping
 from tests.fixtures.server import running_server
 
 TOPPINGS = "/apis/restaurant.programming-kubernetes.info/v1beta1/toppings"
 BOUND = 60.0
-
-
-def _topping(name: str) -> dict:
-    return {
-        "apiVersion": "restaurant.programming-kubernetes.info/v1beta1",
-        "kind": "Topping",
-        "metadata": {"name": name},
-        "spec": {"cost": 1.5},
-    }
 
 
 async def test_lost_answer_is_a_timeout_and_refused_connection_a_503(
@@ -41,12 +33,12 @@ async def test_lost_answer_is_a_timeout_and_refused_connection_a_503(
         )
         async with running_server(tmp_path / "data", *flags) as server, server.session() as api:
             async with asyncio.timeout(BOUND):
-                r = await api.post(TOPPINGS, json=_topping("before"))
+                r = await api.post(TOPPINGS, json=topping("before", 1.5))
                 assert r.status == 201, await r.text()
 
                 # The create reaches etcd and commits; its answer is lost.
                 proxy.drop_responses()
-                r = await api.post(TOPPINGS, json=_topping("lost-answer"))
+                r = await api.post(TOPPINGS, json=topping("lost-answer", 1.5))
                 body = await r.json()
                 assert r.status == 504, body
                 assert (body["kind"], body["reason"], body["code"]) == ("Status", "Timeout", 504)
@@ -57,7 +49,7 @@ async def test_lost_answer_is_a_timeout_and_refused_connection_a_503(
                 # It was applied: which is why 503 ("did not happen") would have misled the client.
                 r = await api.get(f"{TOPPINGS}/lost-answer")
                 assert r.status == 200, await r.text()
-                r = await api.post(TOPPINGS, json=_topping("lost-answer"))
+                r = await api.post(TOPPINGS, json=topping("lost-answer", 1.5))
                 assert (r.status, (await r.json())["reason"]) == (409, "AlreadyExists")
 
                 # Nothing can reach etcd: the write surely did not happen. Cutting the links races
@@ -67,7 +59,7 @@ async def test_lost_answer_is_a_timeout_and_refused_connection_a_503(
                 await proxy.refuse()
                 r = await api.get(f"{TOPPINGS}/before")
                 assert r.status == 503, await r.text()
-                r = await api.post(TOPPINGS, json=_topping("never-sent"))
+                r = await api.post(TOPPINGS, json=topping("never-sent", 1.5))
                 body = await r.json()
                 assert r.status == 503, body
                 assert body["reason"] == "ServiceUnavailable"

@@ -24,6 +24,7 @@ from server.app import build_app
 from server.config import build_config, write_admin_kubeconfig
 from server.options import parse_args
 from server.serving.connection_buffers import TLSSite
+from tests.fixtures import objects
 from tests.fixtures.etcd import unique_prefix
 from tests.fixtures.server import RunningServer, server_args
 
@@ -114,14 +115,7 @@ class Api:
         base = f"/apis/{GROUP}/{version}/namespaces/{namespace}/pizzas"
         return f"{base}/{name}" if name else base
 
-    @staticmethod
-    def topping(name: str, cost: Any = 1, version: str = "v1beta1", **meta: Any) -> dict[str, Any]:
-        return {
-            "apiVersion": f"{GROUP}/{version}",
-            "kind": "Topping",
-            "metadata": {"name": name, **meta},
-            "spec": {"cost": cost},
-        }
+    topping = staticmethod(objects.topping)
 
     @staticmethod
     def pizza(name: str, toppings: Any = None, version: str = "v1beta1", **meta: Any) -> dict[str, Any]:

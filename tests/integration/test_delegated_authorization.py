@@ -35,15 +35,6 @@ def by_user(rules: dict[str, dict[str, Any]]) -> Any:
     return rule
 
 
-def topping(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/v1beta1",
-        "kind": "Topping",
-        "metadata": {"name": name},
-        "spec": {"cost": 1},
-    }
-
-
 def reviewed(plane: ControlPlane) -> list[dict[str, Any]]:
     return [r["spec"] for r in plane.access_reviews]
 

@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from yarl import URL
 
+from tests.fixtures import objects
 from tests.fixtures.server import RunningServer, running_server
 
 GROUP = "restaurant.programming-kubernetes.info"
@@ -173,8 +174,8 @@ def pizzas(version: str = "v1beta1", name: str = "", namespace: str = "default")
 
 
 def topping(name: str, version: str = "v1beta1") -> dict[str, Any]:
-    meta = {"name": name, "labels": {"fuzz": "yes"}}
-    return {"apiVersion": f"{GROUP}/{version}", "kind": "Topping", "metadata": meta, "spec": {"cost": 1.5}}
+    # Cost 1.5 and the label are what the tests below rewrite in the serialized body.
+    return objects.topping(name, 1.5, version, labels={"fuzz": "yes"})
 
 
 def pizza(name: str, version: str = "v1beta1") -> dict[str, Any]:

@@ -12,7 +12,6 @@ import shutil
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import h2.config
@@ -23,6 +22,7 @@ import pytest
 from hyperframe.frame import DataFrame, Frame, GoAwayFrame, HeadersFrame, RstStreamFrame
 
 from tests.fixtures.control_plane import delegated_server, running_control_plane
+from tests.fixtures.objects import topping
 from tests.fixtures.server import RunningServer, running_server
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
@@ -30,15 +30,6 @@ pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl
 TEST_TIMEOUT = 60.0
 TOPPINGS = "/apis/restaurant.programming-kubernetes.info/v1beta1/toppings"
 GROUP = "restaurant.programming-kubernetes.info"
-
-
-def _topping(name: str, cost: float = 1) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/v1beta1",
-        "kind": "Topping",
-        "metadata": {"name": name},
-        "spec": {"cost": cost},
-    }
 
 
 @contextlib.asynccontextmanager
@@ -206,7 +197,7 @@ async def _create_toppings(server: RunningServer, count: int) -> None:
         semaphore = asyncio.Semaphore(16)
 
         async def create(i: int) -> None:
-            async with semaphore, session.post(TOPPINGS, json=_topping(f"t{i:05d}")) as response:
+            async with semaphore, session.post(TOPPINGS, json=topping(f"t{i:05d}")) as response:
                 assert response.status == 201, await response.text()
 
         await asyncio.gather(*(create(i) for i in range(count)))
@@ -222,7 +213,7 @@ async def test_get_list_and_create_over_h2(tmp_path: Path) -> None:
             "-H",
             "Content-Type: application/json",
             "-d",
-            json.dumps(_topping("cheese", 2)),
+            json.dumps(topping("cheese", 2)),
             "-w",
             "\n%{http_version} %{http_code}",
             f"{server.url}{TOPPINGS}",
@@ -289,7 +280,7 @@ async def test_watch_streams_events_and_client_reset_ends_its_handler(tmp_path: 
             watch = client.request("GET", f"{TOPPINGS}?watch=1&allowWatchBookmarks=true")
             async with (
                 server.session() as session,
-                session.post(TOPPINGS, json=_topping("olive")) as response,
+                session.post(TOPPINGS, json=topping("olive")) as response,
             ):
                 assert response.status == 201
             lines = bytearray()
@@ -455,9 +446,9 @@ async def test_flow_control_on_a_large_list_and_a_large_body(tmp_path: Path) -> 
         # A request body of 1 MiB, four times the 256 KiB stream window: the server returns the
         # window as the handler reads it, and answers (422: the annotations are too large).
         body_file = tmp_path / "big.json"
-        topping = _topping("huge")
-        topping["metadata"]["annotations"] = {"big": "x" * (1 << 20)}
-        body_file.write_text(json.dumps(topping))
+        huge = topping("huge")
+        huge["metadata"]["annotations"] = {"big": "x" * (1 << 20)}
+        body_file.write_text(json.dumps(huge))
         code, out, err = await _curl(
             server,
             "--http2",
@@ -482,12 +473,12 @@ async def test_request_bodies_give_the_connection_window_back(tmp_path: Path) ->
         client = await FrameClient.connect(server)
         try:
             for i in range(4):
-                topping = _topping(f"big{i}")
-                topping["metadata"]["annotations"] = {"note": "z" * 200_000}
+                big = topping(f"big{i}")
+                big["metadata"]["annotations"] = {"note": "z" * 200_000}
                 stream_id = client.request(
                     "POST", TOPPINGS, headers=(("content-type", "application/json"),), open_body=True
                 )
-                await client.send_body(stream_id, json.dumps(topping).encode())
+                await client.send_body(stream_id, json.dumps(big).encode())
                 status, body = await client.response(stream_id)
                 assert status == 201, body[:300]
         finally:

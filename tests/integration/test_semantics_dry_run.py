@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fixtures.objects import list_resource_version
+
 GROUP = "restaurant.programming-kubernetes.info"
 MERGE = "application/merge-patch+json"
 DRY = {"dryRun": "All"}
 HOLD = "example.com/hold"
-
-
-async def _rv(api, path: str) -> str:
-    return (await api.get(path)).body["metadata"]["resourceVersion"]
 
 
 async def _no_events_since(api, path: str, rv: str) -> None:
@@ -30,7 +28,7 @@ async def test_dry_run_create_answers_what_would_be_stored(any_api) -> None:
     api = any_api
     await api.create_toppings("ham", "cheese")
     path = api.pizzas_path()
-    rv = await _rv(api, path)
+    rv = await list_resource_version(api, path)
     # Defaulting (v1beta1 quantity), system fields, a generated name — and the request version's shape.
     body = api.pizza("", [{"name": "ham"}, {"name": "cheese", "quantity": 2}], generateName="dry-")
     del body["metadata"]["name"]
@@ -53,7 +51,7 @@ async def test_dry_run_create_answers_what_would_be_stored(any_api) -> None:
     r = await api.post(path, api.pizza("Bad_Name", []), params=DRY)
     assert r.status == 422, r
     assert (await api.get(api.pizzas_path("v1beta1", meta["name"]))).status == 404
-    assert await _rv(api, path) == rv
+    assert await list_resource_version(api, path) == rv
     await _no_events_since(api, path, rv)
 
 
@@ -85,7 +83,7 @@ async def test_dry_run_delete_paths(any_api) -> None:
     api = any_api
     plain = (await api.post(api.toppings_path(), api.topping("plain"))).body
     held = (await api.post(api.toppings_path(), api.topping("held", finalizers=[HOLD]))).body
-    rv = await _rv(api, api.toppings_path())
+    rv = await list_resource_version(api, api.toppings_path())
 
     r = await api.delete(api.toppings_path("v1beta1", "plain"), params=DRY)
     assert (r.status, r.body["status"], r.body["details"]["uid"]) == (

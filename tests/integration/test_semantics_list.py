@@ -11,6 +11,8 @@ import asyncio
 
 import pytest
 
+from tests.fixtures.objects import list_resource_version
+
 GROUP = "restaurant.programming-kubernetes.info"
 MERGE = "application/merge-patch+json"
 ALL_PIZZAS = f"/apis/{GROUP}/v1beta1/pizzas"
@@ -20,10 +22,6 @@ async def _names(api, path: str, **params: str) -> list[str]:
     r = await api.get(path, params=params)
     assert r.status == 200, r
     return [i["metadata"]["name"] for i in r.body["items"]]
-
-
-async def _rv(api, path: str) -> str:
-    return (await api.get(path)).body["metadata"]["resourceVersion"]
 
 
 async def test_every_label_selector_operator(any_api) -> None:
@@ -158,7 +156,7 @@ async def test_legacy_rule_resource_version_with_limit_is_exact(any_api) -> None
     without a limit it means "not older than N" and lists the newest state."""
     api = any_api
     await api.create_toppings("a", "b")
-    rv = await _rv(api, api.toppings_path())
+    rv = await list_resource_version(api, api.toppings_path())
     await api.create_toppings("c")
     r = await api.get(api.toppings_path(), params={"resourceVersion": rv, "limit": "10"})
     assert [i["metadata"]["name"] for i in r.body["items"]] == ["a", "b"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+from tests.fixtures.objects import list_resource_version
+
 GROUP = "restaurant.programming-kubernetes.info"
 MERGE = "application/merge-patch+json"
 WATCH_LIST = {
@@ -24,15 +26,11 @@ def _summary(events: list) -> list[tuple[str, str]]:
     return [(e["type"], e["object"]["metadata"].get("name", "")) for e in events]
 
 
-async def _rv(api) -> str:
-    return (await api.get(api.toppings_path())).body["metadata"]["resourceVersion"]
-
-
 async def test_objects_moving_in_and_out_of_the_selector(any_api) -> None:
     """kube's rule: MODIFIED that leaves the selector → DELETED carrying the last state that matched (at
     the revision of the change); one that enters → ADDED; DELETED carries the final state."""
     api = any_api
-    rv = await _rv(api)
+    rv = await list_resource_version(api, api.toppings_path())
     # Costs change by at most double per update: the transition rule on spec.cost.
     params = {"watch": "true", "resourceVersion": rv, "labelSelector": "hot=yes", "timeoutSeconds": "30"}
     async with api.session.get(api.toppings_path(), params=params) as stream:
@@ -88,7 +86,7 @@ async def test_field_selector_watch_follows_one_namespace(any_api) -> None:
 async def test_events_in_revision_order_exactly_once(any_api) -> None:
     """Concurrent writers; the watcher gets one event per write, in strictly increasing revision."""
     api = any_api
-    rv = await _rv(api)
+    rv = await list_resource_version(api, api.toppings_path())
     writes: list[str] = []
 
     async def churn(prefix: str) -> None:
@@ -121,7 +119,7 @@ async def test_events_in_revision_order_exactly_once(any_api) -> None:
 async def test_resume_from_any_retained_revision(any_api) -> None:
     """A watch from the revision of any event replays exactly the events after it."""
     api = any_api
-    rv = await _rv(api)
+    rv = await list_resource_version(api, api.toppings_path())
     for name in ("a", "b"):
         await api.create_toppings(name)
         await api.patch(api.toppings_path("v1beta1", name), {"spec": {"cost": 2}}, MERGE)
@@ -155,7 +153,7 @@ async def test_bookmark_without_activity_reports_the_start_revision(any_api) -> 
     """No event at all: the bookmark shortly before the deadline still lets the client resume."""
     api = any_api
     await api.create_toppings("a")
-    rv = await _rv(api)
+    rv = await list_resource_version(api, api.toppings_path())
     params = {"watch": "true", "resourceVersion": rv, "allowWatchBookmarks": "true", "timeoutSeconds": "3"}
     started = time.monotonic()
     async with api.session.get(api.toppings_path(), params=params) as stream:
@@ -169,7 +167,7 @@ async def test_bookmark_without_activity_reports_the_start_revision(any_api) -> 
 
 async def test_bookmark_moves_past_events_the_selector_filtered_out(any_api) -> None:
     api = any_api
-    rv = await _rv(api)
+    rv = await list_resource_version(api, api.toppings_path())
     params = {
         "watch": "true",
         "resourceVersion": rv,
@@ -187,7 +185,7 @@ async def test_bookmark_moves_past_events_the_selector_filtered_out(any_api) -> 
 
 async def test_no_bookmarks_unless_asked(any_api) -> None:
     api = any_api
-    rv = await _rv(api)
+    rv = await list_resource_version(api, api.toppings_path())
     params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "3"}
     async with api.session.get(api.toppings_path(), params=params) as stream:
         await api.create_toppings("a")
@@ -202,7 +200,7 @@ async def test_watch_list_initial_events_then_live(any_api) -> None:
     await api.post(api.toppings_path(), api.topping("in1", labels={"pick": "me"}))
     await api.post(api.toppings_path(), api.topping("out", labels={"pick": "no"}))
     await api.post(api.toppings_path(), api.topping("in2", labels={"pick": "me"}))
-    rv = await _rv(api)
+    rv = await list_resource_version(api, api.toppings_path())
     expected = ["in1", "in2"]
     for i, start in enumerate(({}, {"resourceVersion": "0"}, {"resourceVersion": rv})):
         params = {**WATCH_LIST, "labelSelector": "pick=me", **start}
@@ -225,7 +223,7 @@ async def test_watch_from_a_future_revision_is_an_error_event(any_api) -> None:
     "Too large resource version" Timeout (what client-go's reflector relists on) — for a plain watch
     and for a watch-list alike (cacher: newErrWatcher)."""
     api = any_api
-    future = str(int(await _rv(api)) + 1000)
+    future = str(int(await list_resource_version(api, api.toppings_path())) + 1000)
     plain = {"watch": "true", "resourceVersion": future, "timeoutSeconds": "30"}
     for params in (plain, {**WATCH_LIST, "resourceVersion": future}):
         async with api.session.get(api.toppings_path(), params=params) as stream:
@@ -253,10 +251,10 @@ async def test_watch_too_old_with_selector_is_an_error_event(storage_api) -> Non
     """The 410 arrives as the one ERROR event of an open stream even when a selector is set."""
     api = storage_api
     await api.create_toppings("a")
-    old = await _rv(api)
+    old = await list_resource_version(api, api.toppings_path())
     for cost in (2, 3):
         await api.patch(api.toppings_path("v1beta1", "a"), {"spec": {"cost": cost}}, MERGE)
-    await api.extra["storage"].compact(int(await _rv(api)))
+    await api.extra["storage"].compact(int(await list_resource_version(api, api.toppings_path())))
     params = {
         "watch": "true",
         "resourceVersion": old,

@@ -22,16 +22,10 @@ from registry.generic.options import ListOptions, Predicate, WatchOptions
 from registry.restaurant.install import install
 from server.endpoints.query import predicate
 from storage.embedded import EmbeddedStorage
+from tests.fixtures.objects import stored_topping
 
 GROUP = "restaurant.programming-kubernetes.info"
 V1B1 = f"{GROUP}/v1beta1"
-
-
-def topping(name: str, cost: float = 1, **labels: str) -> bytes:
-    metadata: dict = {"name": name, "uid": f"uid-{name}", "creationTimestamp": "2026-01-01T00:00:00Z"}
-    if labels:
-        metadata["labels"] = labels
-    return orjson.dumps({"apiVersion": V1B1, "kind": "Topping", "metadata": metadata, "spec": {"cost": cost}})
 
 
 def key(name: str) -> str:
@@ -68,7 +62,9 @@ async def drain(watcher, count: int, timeout: float = 5.0) -> list:
 
 async def test_cache_answers_byte_for_byte_what_storage_answers(storage: EmbeddedStorage) -> None:
     for name, cost in (("basil", 1), ("ham", 2.5), ("tomato", 3)):
-        await storage.create(key(name), topping(name, cost, menu="classic" if name != "ham" else "meat"))
+        await storage.create(
+            key(name), stored_topping(name, cost, menu="classic" if name != "ham" else "meat")
+        )
     plain = install(storage)  # no cache: reads through
     installation = await cached(storage)
     try:
@@ -97,7 +93,7 @@ async def test_cache_answers_byte_for_byte_what_storage_answers(storage: Embedde
 
 async def test_pages_read_at_their_revision_while_writes_go_on(storage: EmbeddedStorage) -> None:
     for name in ("a", "b", "c", "d"):
-        await storage.create(key(name), topping(name))
+        await storage.create(key(name), stored_topping(name))
     installation = await cached(storage)
     try:
         toppings = installation.stores["toppings"]
@@ -105,7 +101,7 @@ async def test_pages_read_at_their_revision_while_writes_go_on(storage: Embedded
         # After the first page: one deleted before the cursor, one after, one created, one changed.
         await storage.delete(key("a"))
         await storage.delete(key("c"))
-        await storage.create(key("bb"), topping("bb"))
+        await storage.create(key("bb"), stored_topping("bb"))
         await storage.guaranteed_update(key("d"), lambda kv: _cost(kv, 9))
         assert await toppings.cache.feed.wait_for(await storage.current_revision())
         rest = await toppings.read_list("", ListOptions(continue_token=first.continue_token))
@@ -126,7 +122,7 @@ async def test_pages_at_an_older_revision_count_what_remains_as_storage_does(
     rng = random.Random(8)
     names = [f"t{i:02}" for i in range(30)]
     for name in names[::2]:
-        await storage.create(key(name), topping(name))
+        await storage.create(key(name), stored_topping(name))
     plain = install(storage)  # no cache: reads through
     installation = await cached(storage)
     try:
@@ -141,7 +137,7 @@ async def test_pages_at_an_older_revision_count_what_remains_as_storage_does(
                 else:
                     await storage.guaranteed_update(key(name), lambda kv: _cost(kv, 7))
             else:
-                await storage.create(key(name), topping(name))
+                await storage.create(key(name), stored_topping(name))
                 present.add(name)
         assert await fast.cache.feed.wait_for(await storage.current_revision())
         token, pages = first.continue_token, 0
@@ -168,7 +164,9 @@ async def test_watch_resumes_inside_the_window_and_expires_outside_it(storage: E
         toppings = installation.stores["toppings"]
         cache = toppings.cache
         cache.window = EventWindow(cache.feed.revision, fresh_for=0, min_capacity=4, max_capacity=4)
-        revisions = [(await storage.create(key(f"t{i}"), topping(f"t{i}"))).mod_revision for i in range(8)]
+        revisions = [
+            (await storage.create(key(f"t{i}"), stored_topping(f"t{i}"))).mod_revision for i in range(8)
+        ]
         assert await cache.feed.wait_for(revisions[-1])
         # The window holds the last four events: resuming from the fourth-newest revision works...
         opened = await toppings.watch("", WatchOptions(resource_version=str(revisions[3])))
@@ -195,7 +193,7 @@ async def test_a_watcher_that_cannot_keep_up_is_ended_and_the_others_are_not(
         steady = await toppings.watch("", WatchOptions(resource_version=str(toppings.cache.feed.revision)))
         slow.watcher.capacity = 3
         for i in range(6):
-            await storage.create(key(f"t{i}"), topping(f"t{i}"))
+            await storage.create(key(f"t{i}"), stored_topping(f"t{i}"))
         events = await drain(steady.watcher, 6)
         assert [e.object.name for e in events] == [f"t{i}" for i in range(6)]
         assert slow.watcher.ended == TOO_SLOW and not slow.watcher.pending
@@ -206,7 +204,7 @@ async def test_a_watcher_that_cannot_keep_up_is_ended_and_the_others_are_not(
 
 
 async def test_selectors_turn_changes_into_added_and_deleted(storage: EmbeddedStorage) -> None:
-    await storage.create(key("basil"), topping("basil", menu="classic"))
+    await storage.create(key("basil"), stored_topping("basil", menu="classic"))
     installation = await cached(storage)
     try:
         toppings = installation.stores["toppings"]
@@ -216,7 +214,7 @@ async def test_selectors_turn_changes_into_added_and_deleted(storage: EmbeddedSt
         )
         opened = await toppings.watch("", options)
         await storage.guaranteed_update(key("basil"), lambda kv: _relabel(kv, "fancy"))
-        await storage.create(key("ham"), topping("ham", menu="fancy"))
+        await storage.create(key("ham"), stored_topping("ham", menu="fancy"))
         left = await storage.guaranteed_update(key("basil"), lambda kv: _relabel(kv, "classic"))
         events = await drain(opened.watcher, 2)
         assert [(e.type, e.object.name) for e in events] == [("DELETED", "basil"), ("ADDED", "basil")]
@@ -265,8 +263,8 @@ async def test_a_cold_cache_after_restart_serves_the_same_and_refuses_older_resu
 ) -> None:
     installation = await cached(storage)
     toppings = installation.stores["toppings"]
-    before = (await storage.create(key("basil"), topping("basil"))).mod_revision
-    await storage.create(key("ham"), topping("ham"))
+    before = (await storage.create(key("basil"), stored_topping("basil"))).mod_revision
+    await storage.create(key("ham"), stored_topping("ham"))
     await stop(installation)
     restarted = await cached(storage)
     try:

@@ -24,19 +24,13 @@ from registry.restaurant.install import install as install_restaurant
 from registry.wardle.install import install as install_wardle
 from storage.etcd import EtcdConfig, EtcdStorage, open_etcd
 from tests.fixtures.etcd import EtcdMember
+from tests.fixtures.objects import stored_topping
 
 pytestmark = pytest.mark.etcd
 
 RESTAURANT = "restaurant.programming-kubernetes.info"
 WARDLE = "wardle.example.com"
 WAIT = 15.0  # an upper bound on a loaded machine, not a target
-
-
-def topping(name: str) -> bytes:
-    metadata = {"name": name, "uid": f"uid-{name}", "creationTimestamp": "2026-01-01T00:00:00Z"}
-    return orjson.dumps(
-        {"apiVersion": f"{RESTAURANT}/v1beta1", "kind": "Topping", "metadata": metadata, "spec": {"cost": 1}}
-    )
 
 
 def flunder(name: str) -> bytes:
@@ -102,7 +96,7 @@ async def stop_server(server: Server) -> None:
 
 async def test_consistent_reads_come_from_the_cache_after_writes_outside_the_group(server: Server) -> None:
     feed = server.toppings_feed
-    await server.storage.create(f"/{RESTAURANT}/toppings/cheese", topping("cheese"))
+    await server.storage.create(f"/{RESTAURANT}/toppings/cheese", stored_topping("cheese"))
     for i in range(3):
         outside = await server.elsewhere.create(f"/kube-system/lease-{i}", b"{}")
         own_other_group = await server.storage.create(f"/{WARDLE}/flunders/default/f{i}", flunder(f"f{i}"))
@@ -128,7 +122,7 @@ async def test_a_consistent_read_holds_every_write_acknowledged_before_it(server
             if rng.random() < 0.5:
                 await server.elsewhere.create(f"/kube-system/l{i}", b"{}")
             else:
-                await server.storage.create(f"/{RESTAURANT}/toppings/t{i:03}", topping(f"t{i:03}"))
+                await server.storage.create(f"/{RESTAURANT}/toppings/t{i:03}", stored_topping(f"t{i:03}"))
                 acknowledged.append(f"t{i:03}")
 
     async def reader() -> int:
@@ -171,7 +165,7 @@ async def test_an_etcd_without_ordered_progress_sends_consistent_reads_to_etcd(
     server = await start_server(etcd_3_5_1)
     try:
         feed = server.toppings_feed
-        await server.storage.create(f"/{RESTAURANT}/toppings/cheese", topping("cheese"))
+        await server.storage.create(f"/{RESTAURANT}/toppings/cheese", stored_topping("cheese"))
         outside = await server.elsewhere.create("/kube-system/lease", b"{}")
         async with asyncio.timeout(WAIT):
             while feed.revision < outside.mod_revision - 1:
