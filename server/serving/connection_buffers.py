@@ -23,6 +23,11 @@ asyncio has no public hook to choose the TLS protocol of a server, and aiohttp's
 therefore listens without ``ssl=`` and wraps each accepted connection in ``CompactSSLProtocol``
 itself — exactly what the loop would have done (``_make_ssl_transport``), scoped to this server's
 listening socket instead of patching asyncio for every TLS connection of the process.
+
+All of this leans on asyncio's private ``SSLProtocol`` (CPython 3.11-3.13). ``TLSSite.start`` first
+checks that the methods and fields used here are there (``sslproto_problems``); where they are not,
+it serves TLS through asyncio's own protocol instead, HTTP/1.1 only, as ``web.TCPSite`` would, and
+logs what is off.
 """
 
 from __future__ import annotations
@@ -58,7 +63,37 @@ RECEIVE_SIZE = 64 * 1024
 # outgoing MemoryBIO grows to (its buffer never shrinks while the connection lives).
 WRITE_CHUNK = 64 * 1024
 
-_WRAPPED = sslproto.SSLProtocolState.WRAPPED
+# getattr: a Python whose asyncio lacks it must still import this module, to serve the plain way.
+_WRAPPED = getattr(getattr(sslproto, "SSLProtocolState", None), "WRAPPED", None)
+
+# What CompactSSLProtocol overrides or calls, and the fields it reads or replaces, of asyncio's
+# SSLProtocol: all present in CPython 3.11 to 3.13 (asyncio/sslproto.py).
+_SSLPROTO_METHODS = (
+    "_on_handshake_complete",
+    "_set_app_protocol",
+    "_get_extra_info",
+    "_do_write",
+    "_process_outgoing",
+    "_control_app_writing",
+    "_fatal_error",
+    "get_buffer",
+    "resume_writing",
+    "connection_lost",
+)
+_SSLPROTO_FIELDS = (
+    "_ssl_buffer",
+    "_ssl_buffer_view",
+    "_write_backlog",
+    "_write_buffer_size",
+    "_sslobj",
+    "_outgoing",
+    "_state",
+    "_ssl_writing_paused",
+    "_extra",
+    "_transport",
+    "_loop",
+)
+_sslproto_problems: tuple[str, ...] | None = None
 
 _per_thread = threading.local()
 
@@ -245,7 +280,7 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
         backlog = self._write_backlog
         try:
             while backlog:
-                if self._ssl_writing_paused and self._state == sslproto.SSLProtocolState.WRAPPED:
+                if self._ssl_writing_paused and self._state == _WRAPPED:
                     break
                 data = backlog[0]
                 size = len(data)
@@ -262,7 +297,7 @@ class CompactSSLProtocol(sslproto.SSLProtocol):
 
     def resume_writing(self) -> None:
         super().resume_writing()
-        if self._write_backlog and self._state == sslproto.SSLProtocolState.WRAPPED:
+        if self._write_backlog and self._state == _WRAPPED:
             try:
                 self._do_write()
             except Exception as exc:
@@ -403,17 +438,39 @@ class TLSSite(web.BaseSite):
         server = self._runner.server
         assert server is not None and self._ssl_context is not None
         loop = asyncio.get_running_loop()
-        factory = compact_tls_protocols(
-            bounded_handlers(server, self._limits),
-            self._ssl_context,
-            trimmer=self._trimmer,
-            count=self._count,
-            # Go's tlsHandshakeTimeout: the read-header timeout when no read timeout is set.
-            handshake_timeout=self._limits.read_header_timeout or None,
-            h2_factory=h2_handlers(server, self._http2) if self._http2 is not None else None,
-        )
+        # Go's tlsHandshakeTimeout: the read-header timeout when no read timeout is set.
+        handshake_timeout = self._limits.read_header_timeout or None
+        factory: Callable[[], asyncio.BaseProtocol]
+        problems = sslproto_problems(loop)
+        if problems:
+            # asyncio's own TLS, as web.TCPSite(ssl_context=...) listens; the request limits stay.
+            logger.warning(
+                "asyncio's SSLProtocol lacks what server.serving.connection_buffers relies on (%s): "
+                "serving TLS through asyncio's own protocol, HTTP/1.1 only; HTTP/2, compact connection "
+                "buffers, --max-connections and heap trimming are off",
+                ", ".join(problems),
+            )
+            factory = bounded_handlers(server, self._limits)
+            context: ssl.SSLContext | None = _offer_http1_only(self._ssl_context)
+            plain_timeout = handshake_timeout
+        else:
+            factory = compact_tls_protocols(
+                bounded_handlers(server, self._limits),
+                self._ssl_context,
+                trimmer=self._trimmer,
+                count=self._count,
+                handshake_timeout=handshake_timeout,
+                h2_factory=h2_handlers(server, self._http2) if self._http2 is not None else None,
+            )
+            context = plain_timeout = None  # TLS is CompactSSLProtocol's, inside the factory
         if self._sock is not None:
-            self._server = await loop.create_server(factory, sock=self._sock, backlog=self._backlog)
+            self._server = await loop.create_server(
+                factory,
+                sock=self._sock,
+                backlog=self._backlog,
+                ssl=context,
+                ssl_handshake_timeout=plain_timeout,
+            )
         else:
             self._server = await loop.create_server(
                 factory,
@@ -422,4 +479,62 @@ class TLSSite(web.BaseSite):
                 backlog=self._backlog,
                 reuse_address=self._reuse_address,
                 reuse_port=self._reuse_port,
+                ssl=context,
+                ssl_handshake_timeout=plain_timeout,
             )
+
+
+def sslproto_problems(loop: asyncio.AbstractEventLoop) -> tuple[str, ...]:
+    """What CompactSSLProtocol relies on that this Python's asyncio lacks; empty when all is there.
+
+    Checked once per process, on a scratch instance of asyncio's own SSLProtocol (nothing is sent).
+    """
+    global _sslproto_problems
+    if _sslproto_problems is None:
+        _sslproto_problems = _find_sslproto_problems(loop)
+    return _sslproto_problems
+
+
+def _find_sslproto_problems(loop: asyncio.AbstractEventLoop) -> tuple[str, ...]:
+    base = sslproto.SSLProtocol
+    problems = [
+        f"sslproto.{name}" for name in ("SSLProtocolState", "SSLAgainErrors") if not hasattr(sslproto, name)
+    ]
+    if hasattr(sslproto, "SSLProtocolState") and _WRAPPED is None:
+        problems.append("sslproto.SSLProtocolState.WRAPPED")
+    problems += [
+        f"SSLProtocol.{name}" for name in _SSLPROTO_METHODS if not callable(getattr(base, name, None))
+    ]
+    try:
+        scratch = base(
+            loop, asyncio.Protocol(), ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), None, server_side=True
+        )
+    except Exception as err:
+        problems.append(f"SSLProtocol(...): {type(err).__name__}: {err}")
+    else:
+        problems += [f"SSLProtocol().{name}" for name in _SSLPROTO_FIELDS if not hasattr(scratch, name)]
+        # Its transport, never connected, would warn of being left unclosed when collected.
+        transport = getattr(scratch, "_app_transport", None)
+        if isinstance(transport, asyncio.BaseTransport):
+            transport.close()
+    return tuple(problems)
+
+
+def _offer_http1_only(context: ssl.SSLContext) -> ssl.SSLContext:
+    """ALPN without h2 on `context` and on every context its SNI callback switches a handshake to
+    (``server.serving.tls`` swaps in reloaded certificates so): asyncio's own TLS protocol cannot hand
+    a connection to ``H2Protocol``, and an h2 client answered in HTTP/1.1 would fail."""
+    http1 = ["http/1.1"]
+    context.set_alpn_protocols(http1)
+    chosen = context.sni_callback
+    if chosen is not None:
+
+        def on_client_hello(
+            ssl_object: ssl.SSLObject, server_name: str | None, listening: ssl.SSLContext
+        ) -> int | None:
+            answer = chosen(ssl_object, server_name, listening)
+            ssl_object.context.set_alpn_protocols(http1)  # ALPN is chosen after this callback
+            return answer
+
+        context.sni_callback = on_client_hello
+    return context
