@@ -90,8 +90,11 @@ def add_duration(group: argparse._ArgumentGroup, flag: str, default: float, text
 
 def argument_group(parser: argparse.ArgumentParser, title: str) -> argparse._ArgumentGroup:
     """The help section called `title`, created if missing: a flag group may list a flag among
-    another group's (--workers among the generic flags, where it has always been shown)."""
-    for group in parser._action_groups:
-        if group.title == title and isinstance(group, argparse._ArgumentGroup):
+    another group's (--workers among the generic flags, where it has always been shown).
+
+    argparse keeps its sections in a private list; were it gone, the flag gets a section of its own
+    with the same title instead of failing the parser."""
+    for group in getattr(parser, "_action_groups", ()):
+        if getattr(group, "title", None) == title:
             return group
     return parser.add_argument_group(title)
