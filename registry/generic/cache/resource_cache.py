@@ -1,6 +1,11 @@
-"""GET, LIST and WATCH of one resource from memory, with kube's cacher semantics (see
-../shared/WATCH-CACHE.md §3 and §4): which reads the cache may answer, how long it waits to be fresh, when
-it hands a read to storage (`Unserved`), and how a watch starts from the state or from a revision.
+"""GET, LIST and WATCH of one resource from memory, with kube's cacher semantics: which reads the cache
+may answer, how long it waits to be fresh, when it hands a read to storage (`Unserved`), and how a
+watch starts from the state or from a revision.
+
+kube's code for it is in k8s.io/apiserver pkg/storage/cacher: reads in `delegator/interface.go`
+(ShouldDelegateList), `delegator.go` and `watch_cache.go` (waitUntilFreshAndList); watches in
+`cacher.go` (Cacher.Watch), `watch_cache.go` (getAllEventsSinceLocked) and `cache_watcher.go`.
+docs/architecture.md, "The watch cache", describes how this package is put together.
 """
 
 from __future__ import annotations
