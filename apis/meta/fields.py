@@ -4,21 +4,39 @@ Only `=`, `==` and `!=` joined by commas; a value escapes `\\`, `,` and `=` with
 errors carry kube's text because kube-apiserver returns them verbatim in a 400 (handlers/get.go:
 errors.NewBadRequest(err.Error())). Which fields a kind supports is the registry's business; for custom
 resources kube only knows metadata.name (and metadata.namespace when namespaced) and answers
-`field label not supported: <label>` for the rest (apiextensions-apiserver crConverter.ConvertFieldLabel).
+`field label not supported: <label>` for the rest (apiextensions-apiserver crConverter.ConvertFieldLabel);
+a kind of a scheme without a conversion of its own (sample-apiserver's) knows both metadata fields and
+answers `"<label>" is not a known field selector: ...` (runtime.DefaultMetaV1FieldSelectorConversion).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from apis.goformat import go_quote
 from apis.meta.labels import SelectorError
 
 EQUALS = "="
 NOT_EQUALS = "!="
 # "==" is checked before "=" so that "a==b" does not leave "=b" as the value.
 _TERM_OPERATORS = ("!=", "==", "=")
+
+
+METADATA_FIELDS = ("metadata.name", "metadata.namespace")
+
+
+def custom_resource_label_error(label: str) -> str:
+    """apiextensions-apiserver's crConverter.ConvertFieldLabel."""
+    return f"field label not supported: {label}"
+
+
+def default_label_error(label: str) -> str:
+    """runtime.DefaultMetaV1FieldSelectorConversion, a scheme's answer for a kind without a field
+    label conversion of its own."""
+    name, namespace = (go_quote(f) for f in METADATA_FIELDS)
+    return f"{go_quote(label)} is not a known field selector: only {name}, {namespace}"
 
 
 def escape_value(value: str) -> str:
@@ -88,12 +106,15 @@ class FieldSelector:
                 return t.value
         return None
 
-    def check_supported(self, allowed: Iterable[str]) -> None:
-        """Reject the first term on a field the kind cannot select on, in kube's words and order."""
+    def check_supported(
+        self, allowed: Iterable[str], unsupported: Callable[[str], str] = custom_resource_label_error
+    ) -> None:
+        """Reject the first term on a field the kind cannot select on, in kube's order and in the
+        words `unsupported` gives (a custom resource's by default)."""
         allowed_set = set(allowed)
         for t in self.terms:
             if t.field not in allowed_set:
-                raise SelectorError(f"field label not supported: {t.field}")
+                raise SelectorError(unsupported(t.field))
 
     def __str__(self) -> str:
         return ",".join(str(t) for t in self.terms)

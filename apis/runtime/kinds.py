@@ -122,11 +122,30 @@ class KindInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class SchemeTypes:
+    """How a group's kinds are served when they are Go types of a scheme, as kube's built-in kinds
+    and an aggregated server's own (sample-apiserver's wardle) are, rather than custom resources.
+
+    k8s.io/apiserver's typed handlers word some answers differently from apiextensions-apiserver's:
+    a body that does not decode is "<Kind> in version "<v>" cannot be handled as a <Kind>: ..." (400),
+    a body of another kind of the group fails conversion into the URL's kind (400, not a 422 on
+    `kind`), and a field selector on anything but metadata is refused by the scheme's default
+    conversion (`"<label>" is not a known field selector: only "metadata.name", "metadata.namespace"`).
+    `internal_package` is the Go package of the internal (hub) types, which conversion errors name:
+    "converting (v1alpha1.Fischer) to (wardle.Flunder)".
+    """
+
+    internal_package: str
+
+
+@dataclass(frozen=True, slots=True)
 class GroupInfo:
     group: str
     # Served versions in priority order: the first is the preferred version.
     versions: tuple[str, ...]
     kinds: tuple[KindInfo, ...] = field(default_factory=tuple)
+    # None: the kinds are served as kube serves custom resources (apiextensions-apiserver's words).
+    scheme_types: SchemeTypes | None = None
 
     def kind_for_resource(self, resource: str) -> KindInfo | None:
         return next((k for k in self.kinds if k.resource == resource), None)

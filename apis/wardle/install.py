@@ -7,7 +7,7 @@ v1beta1 is preferred; objects are stored in v1alpha1, as sample-apiserver's stor
 from __future__ import annotations
 
 from apis.runtime.declare import Version, declare_kind
-from apis.runtime.kinds import GroupInfo
+from apis.runtime.kinds import GroupInfo, SchemeTypes
 from apis.wardle import v1alpha1, v1beta1
 
 GROUP_NAME = "wardle.example.com"
@@ -34,6 +34,7 @@ FISCHER_KIND, Fischer = declare_kind(
     namespaced=False,
     module=__name__,
 )
-GROUP = GroupInfo(
-    GROUP_NAME, versions=(v1beta1.VERSION, v1alpha1.VERSION), kinds=(FLUNDER_KIND, FISCHER_KIND)
-)
+# sample-apiserver's kinds are Go types of its scheme, the internal ones in package wardle: decoding
+# and field selector errors read as k8s.io/apiserver's typed handlers word them.
+SCHEME_TYPES = SchemeTypes(internal_package="wardle")
+GROUP = GroupInfo(GROUP_NAME, (v1beta1.VERSION, v1alpha1.VERSION), (FLUNDER_KIND, FISCHER_KIND), SCHEME_TYPES)

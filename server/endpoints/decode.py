@@ -4,6 +4,12 @@ apiVersion/kind checks → prune (unknown fields reported per `fieldValidation`)
 URL's version → schema validation → conversion to the hub. The body must be written in the URL's
 version: k8s.io/apiserver refuses another one, even another served version of the same group (its
 decoder converts only into the version the endpoint was installed for).
+
+A body that does not decode is a 400 in the words of kube's handler for the group's kind of types:
+apiextensions-apiserver's for custom-resource-style groups (the decoder's message as it is), and
+k8s.io/apiserver's typed handlers' for a group of scheme types (`GroupInfo.scheme_types`):
+`<Kind> in version "<v>" cannot be handled as a <Kind>: <message>` (handlers/rest.go
+transformDecodeError). Inside a patch either is kube's 422 on `patch` with the bare message.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from apis.goformat import go_quote
 from apis.meta import errors
 from apis.meta.errors import GroupKind, StatusError
 from apis.meta.field import ErrorType, FieldError, invalid
@@ -23,9 +30,38 @@ from apis.schema.validate import validate
 from server.endpoints.scope import ResourceScope
 
 
+class DecodingError(Exception):
+    """A body the decoder refuses, with the kind and version the body claims."""
+
+    def __init__(self, message: str, kind: str, version: str) -> None:
+        super().__init__(message)
+        self.message, self.kind, self.version = message, kind, version
+
+    def status(self, scope: ResourceScope) -> StatusError:
+        """The 400 kube's handler answers for this group's kind of types."""
+        if scope.group.scheme_types is None:
+            return errors.bad_request(self.message)
+        return errors.bad_request(
+            f"{self.kind} in version {go_quote(self.version)} cannot be handled as a {scope.kind.kind}: "
+            + self.message
+        )
+
+
 def _strict_message(unknown: list[str], duplicates: list[str]) -> str:
     parts = [f'unknown field "{f}"' for f in unknown] + [f'duplicate field "{f}"' for f in duplicates]
     return "strict decoding error: " + ", ".join(parts)
+
+
+def _check_other_kind(scope: ResourceScope, kind: str, api_version: str) -> None:
+    """A body of another kind of a scheme-types group does not convert into the URL's kind; in a
+    custom-resource-style group the `kind` check of validation refuses it (a 422, below)."""
+    types = scope.group.scheme_types
+    group, _, version = api_version.rpartition("/")
+    other = scope.group.kind_named(kind)
+    if types is None or group != scope.group.group or other is None or version not in other.versions:
+        return
+    into = f"{types.internal_package}.{scope.kind.kind}"
+    raise DecodingError(f"converting ({version}.{kind}) to ({into}): unknown conversion", kind, version)
 
 
 def check_type(scope: ResourceScope, data: Any) -> str:
@@ -37,6 +73,8 @@ def check_type(scope: ResourceScope, data: Any) -> str:
         raise errors.bad_request(f"Object 'Kind' is missing in '{_preview(data)}'")
     if not api_version:
         raise errors.bad_request(f"Object 'apiVersion' is missing in '{_preview(data)}'")
+    if kind != scope.kind.kind:
+        _check_other_kind(scope, str(kind), str(api_version))
     version = scope.codec.version_of(str(api_version))
     if version != scope.version:
         raise errors.bad_request(
@@ -75,6 +113,10 @@ def decode_write(
     """
     try:
         return _decode(scope, data, field_validation, duplicates)
+    except DecodingError as e:
+        if patch is None:
+            raise e.status(scope) from None
+        raise errors.invalid(GroupKind("", ""), "", [invalid("patch", patch, e.message)]) from None
     except StatusError as e:
         if patch is None or e.code != 400:
             raise
@@ -93,7 +135,7 @@ def _decode(scope: ResourceScope, data: Any, field_validation: str, duplicates: 
     warnings: list[str] = []
     if unknown or duplicates:
         if field_validation == "Strict":
-            raise errors.bad_request(_strict_message(unknown, list(duplicates)))
+            raise DecodingError(_strict_message(unknown, list(duplicates)), str(data["kind"]), version)
         if field_validation == "Warn":
             warnings = [f'unknown field "{f}"' for f in unknown] + [
                 f'duplicate field "{f}"' for f in duplicates

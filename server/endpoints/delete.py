@@ -69,7 +69,7 @@ async def delete_object(request: web.Request, scope: ResourceScope, info: Reques
 async def delete_collection(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
     output = negotiate_output(request.headers.get("Accept"), allow_transforms=())
     options = delete_options(request.query, await _options_body(request), query_overrides_body=True)
-    listed = list_options(request.query, scope.selectable_fields())
+    listed = list_options(request.query, scope.selectable_fields(), scope.unsupported_field_label)
     result = await scope.store.delete_collection(
         info.namespace, listed, options, validate=_validator(scope, request, info, options.dry_run)
     )

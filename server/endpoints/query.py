@@ -6,13 +6,13 @@ kube; unparseable values (a bad selector, a non-integer limit) answer 400.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from apis.meta import errors
 from apis.meta.errors import GroupKind
 from apis.meta.field import FieldError, forbidden, invalid, not_supported
-from apis.meta.fields import parse_field_selector
+from apis.meta.fields import custom_resource_label_error, parse_field_selector
 from apis.meta.labels import SelectorError, parse_label_selector
 from registry.generic.options import DeleteOptions, ListOptions, Predicate, WatchOptions
 
@@ -58,17 +58,29 @@ def _invalid_options(kind: str, errs: list[FieldError]) -> errors.StatusError:
     return errors.invalid(GroupKind("meta.k8s.io", kind), "", errs)
 
 
-def predicate(query: Mapping[str, str], allowed_fields: Iterable[str]) -> Predicate:
+# A field label the kind cannot select on → kube's message (the resource scope's `unsupported_field_label`).
+UnsupportedLabel = Callable[[str], str]
+
+
+def predicate(
+    query: Mapping[str, str],
+    allowed_fields: Iterable[str],
+    unsupported: UnsupportedLabel = custom_resource_label_error,
+) -> Predicate:
     try:
         labels = parse_label_selector(query.get("labelSelector", ""))
         fields = parse_field_selector(query.get("fieldSelector", ""))
-        fields.check_supported(set(allowed_fields))
+        fields.check_supported(set(allowed_fields), unsupported)
     except SelectorError as e:
         raise errors.bad_request(str(e)) from None
     return Predicate(labels=labels, fields=fields)
 
 
-def list_options(query: Mapping[str, str], allowed_fields: Iterable[str]) -> ListOptions:
+def list_options(
+    query: Mapping[str, str],
+    allowed_fields: Iterable[str],
+    unsupported: UnsupportedLabel = custom_resource_label_error,
+) -> ListOptions:
     limit = _int(query, "limit") or 0
     _int(query, "timeoutSeconds")  # part of ListOptions in kube: a malformed one is a 400 there too
     rv = query.get("resourceVersion", "")
@@ -106,7 +118,7 @@ def list_options(query: Mapping[str, str], allowed_fields: Iterable[str]) -> Lis
     if token and rv not in ("", "0"):
         raise errors.bad_request("specifying resource version is not allowed when using continue")
     return ListOptions(
-        predicate=predicate(query, allowed_fields),
+        predicate=predicate(query, allowed_fields, unsupported),
         limit=max(limit, 0),
         continue_token=token,
         resource_version=rv,
@@ -114,7 +126,11 @@ def list_options(query: Mapping[str, str], allowed_fields: Iterable[str]) -> Lis
     )
 
 
-def watch_options(query: Mapping[str, str], allowed_fields: Iterable[str]) -> tuple[WatchOptions, int | None]:
+def watch_options(
+    query: Mapping[str, str],
+    allowed_fields: Iterable[str],
+    unsupported: UnsupportedLabel = custom_resource_label_error,
+) -> tuple[WatchOptions, int | None]:
     """The options and `timeoutSeconds` (None when the server picks)."""
     rv = query.get("resourceVersion", "")
     match = query.get("resourceVersionMatch", "")
@@ -155,7 +171,7 @@ def watch_options(query: Mapping[str, str], allowed_fields: Iterable[str]) -> tu
     if errs:
         raise _invalid_options("ListOptions", errs)
     options = WatchOptions(
-        predicate=predicate(query, allowed_fields),
+        predicate=predicate(query, allowed_fields, unsupported),
         resource_version=rv,
         resource_version_match=match,
         send_initial_events=send_initial,

@@ -32,7 +32,7 @@ async def list_objects(request: web.Request, scope: ResourceScope, info: Request
     output = negotiate_output(
         request.headers.get("Accept"), allow_transforms=("Table", "PartialObjectMetadataList")
     )
-    options = list_options(request.query, scope.selectable_fields())
+    options = list_options(request.query, scope.selectable_fields(), scope.unsupported_field_label)
     result = await scope.store.read_list(info.namespace, options)
     parts = list_parts(
         scope, result, output, include=include_object(request.query, output), pretty=_pretty(request)

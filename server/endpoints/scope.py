@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apis.meta.errors import GroupKind, GroupResource
+from apis.meta.fields import custom_resource_label_error, default_label_error
 from apis.meta.user import UserInfo
 from apis.runtime.codec import Codec
 from apis.runtime.kinds import GroupInfo, HubObject, KindInfo
@@ -61,11 +62,19 @@ class ResourceScope:
         return f"{self.group.group}/{self.version}"
 
     def selectable_fields(self) -> list[str]:
-        """Field selector names this resource supports (kube: metadata.name/namespace + the strategy's)."""
+        """Field selector names this resource supports: metadata.name, metadata.namespace when the kind
+        is namespaced (a custom resource's) or always (a scheme's default conversion), and the
+        strategy's."""
         fields = ["metadata.name"]
-        if self.kind.namespaced:
+        if self.kind.namespaced or self.group.scheme_types is not None:
             fields.append("metadata.namespace")
         return fields + list(self.store.strategy.field_names)
+
+    def unsupported_field_label(self, label: str) -> str:
+        """kube's message for a field selector on a label this resource does not support."""
+        if self.group.scheme_types is None:
+            return custom_resource_label_error(label)
+        return default_label_error(label)
 
     def attributes(
         self,

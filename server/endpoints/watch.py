@@ -144,7 +144,9 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
         query = MultiDict(query)
         named = f"metadata.name={escape_value(info.path_name)}"
         query["fieldSelector"] = ",".join(filter(None, [query.get("fieldSelector", ""), named]))
-    options, requested_timeout = watch_options(query, scope.selectable_fields())
+    options, requested_timeout = watch_options(
+        query, scope.selectable_fields(), scope.unsupported_field_label
+    )
     # A malformed resourceVersion is a 400 before streaming; everything after (too old, a revision
     # the store has not reached) is one ERROR event in an open stream, as kube's cacher answers.
     parse_resource_version(options.resource_version)

@@ -245,6 +245,80 @@ async def test_body_in_another_version_is_refused(wardle: Api) -> None:
     )
 
 
+# The texts below are sample-apiserver 1.36.2's answers to the same requests: wardle's kinds are Go
+# types of a scheme, decoded by k8s.io/apiserver's typed handlers, not custom resources.
+FISCHER_SPEC_IS_UNKNOWN = (
+    'Fischer in version "v1alpha1" cannot be handled as a Fischer: '
+    'strict decoding error: unknown field "spec"'
+)
+
+
+async def test_strict_decoding_errors_name_the_kind_as_k8s_apiserver_does(wardle: Api) -> None:
+    strict = {"fieldValidation": "Strict"}
+    r = await wardle.post(fischers(), fischer("st") | {"spec": {}}, params=strict)
+    assert r.status == 400, r
+    assert r.body["message"] == FISCHER_SPEC_IS_UNKNOWN
+    r = await wardle.post(flunders(), flunder("st", x="1"), params=strict)
+    assert r.status == 400, r
+    assert r.body["message"] == (
+        'Flunder in version "v1beta1" cannot be handled as a Flunder: '
+        'strict decoding error: unknown field "spec.x"'
+    )
+    assert (await wardle.post(fischers(), fischer("st"))).status == 201
+    current = (await wardle.get(fischers("st"))).body
+    r = await wardle.put(fischers("st"), current | {"spec": {}}, params=strict)
+    assert r.status == 400, r
+    assert r.body["message"] == FISCHER_SPEC_IS_UNKNOWN
+    # Inside a patch the decoder's message is the cause, bare, as for a custom resource.
+    r = await wardle.patch(fischers("st"), {"spec": {}}, MERGE, params=strict)
+    assert r.status == 422, r
+    assert r.body["message"].startswith(' "" is invalid: patch: Invalid value: "{')
+    assert r.body["message"].endswith('}": strict decoding error: unknown field "spec"')
+
+
+async def test_a_body_of_the_other_kind_does_not_convert(wardle: Api) -> None:
+    """A 400 from the decoder (no conversion from one kind into the other), before any check of the
+    version: a Fischer posted to v1beta1 flunders says so too, not that its version is wrong."""
+    for version in ("v1alpha1", "v1beta1"):
+        r = await wardle.post(flunders(version), fischer("other"))
+        assert r.status == 400, r
+        assert r.body["message"] == (
+            'Fischer in version "v1alpha1" cannot be handled as a Flunder: '
+            "converting (v1alpha1.Fischer) to (wardle.Flunder): unknown conversion"
+        )
+    r = await wardle.post(fischers(), flunder("other", "v1alpha1"))
+    assert r.status == 400, r
+    assert r.body["message"] == (
+        'Flunder in version "v1alpha1" cannot be handled as a Fischer: '
+        "converting (v1alpha1.Flunder) to (wardle.Fischer): unknown conversion"
+    )
+    # Changing the kind by a patch: kube's 422 on `patch`, with the same conversion error.
+    assert (await wardle.post(fischers(), fischer("kept"))).status == 201
+    r = await wardle.patch(fischers("kept"), {"kind": "Flunder"}, MERGE)
+    assert r.status == 422, r
+    assert r.body["message"].endswith(
+        '}": converting (v1alpha1.Flunder) to (wardle.Fischer): unknown conversion'
+    )
+
+
+async def test_field_selectors_beyond_metadata_are_refused_by_the_scheme(wardle: Api) -> None:
+    unknown = '"spec.reference" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    params = {"fieldSelector": "spec.reference=x"}
+    r = await wardle.get(flunders("v1alpha1"), params=params)
+    assert (r.status, r.body["message"]) == (400, unknown), r
+    r = await wardle.get(flunders(), params={**params, "watch": "1"})
+    assert (r.status, r.body["message"]) == (400, unknown), r
+    r = await wardle.delete(flunders(), params=params)
+    assert (r.status, r.body["message"]) == (400, unknown), r
+    # The scheme's default conversion knows metadata.namespace whatever the kind's scope.
+    assert (await wardle.post(fischers(), fischer("scoped"))).status == 201
+    r = await wardle.get(fischers(), params={"fieldSelector": "metadata.namespace="})
+    assert r.status == 200, r
+    assert [item["metadata"]["name"] for item in r.body["items"]] == ["scoped"]
+    r = await wardle.get(fischers(), params={"fieldSelector": "metadata.namespace=default"})
+    assert (r.status, r.body["items"]) == (200, [])
+
+
 async def test_fischer_is_not_served_in_v1beta1(wardle: Api) -> None:
     assert (await wardle.get(f"/apis/{GROUP}/v1beta1/fischers")).status == 404
     resources = (await wardle.get(f"/apis/{GROUP}/v1beta1")).body["resources"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from apis.meta.fields import (
+    default_label_error,
     escape_value,
     object_meta_fields_set,
     one_term_equal_selector,
@@ -108,6 +109,17 @@ def test_check_supported_names_first_unsupported_field() -> None:
     assert str(exc.value) == "field label not supported: spec.a"
     with pytest.raises(SelectorError, match=r"field label not supported: metadata\.namespace$"):
         parse_field_selector("metadata.namespace=x").check_supported({"metadata.name"})
+
+
+def test_a_scheme_words_an_unknown_label_as_its_default_conversion() -> None:
+    # runtime.DefaultMetaV1FieldSelectorConversion: %q of the label (sample-apiserver 1.36.2's text).
+    allowed = {"metadata.name", "metadata.namespace"}
+    with pytest.raises(SelectorError) as exc:
+        parse_field_selector("spec.reference=x").check_supported(allowed, default_label_error)
+    assert str(exc.value) == (
+        '"spec.reference" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    )
+    assert default_label_error("a\x01").startswith('"a\\x01" is not')
 
 
 def test_single_name() -> None:
