@@ -5,11 +5,14 @@ commit. kube runs ``--delete-collection-workers`` deletes concurrently and lists
 (pkg/registry/generic/registry/store.go, ``DeleteCollection``); here a worker is a coroutine, so the
 pool costs nothing but the deletes in flight, and etcd commits the concurrent ones together.
 
+It stays apart from deletion.py because it knows nothing of objects or the Store: it pages a list and
+runs a pool of deletes, whatever a read and a delete are (its tests drive it with plain functions).
+
 Semantics kept from kube: each item is deleted as ``Store.delete`` would (preconditions,
-finalizers, admission; ``listed_delete`` starts from the listed state instead of reading it again);
-an item already gone (404) is skipped; the first other error stops the
-workers and is the answer; a caller's ``limit`` means one page only; the answer lists every item that
-was read, as it was read.
+finalizers, admission; ``deletion.delete_listed`` starts from the listed state instead of reading
+it again); an item already gone (404) is skipped; the first other error stops the workers and is the
+answer; a caller's ``limit`` means one page only; the answer lists every item that was read, as it
+was read.
 """
 
 from __future__ import annotations

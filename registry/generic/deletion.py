@@ -1,21 +1,71 @@
-"""The rules of deleting an object that finalizers hold, as k8s.io/apiserver's generic Store applies them.
+"""Deleting objects, as k8s.io/apiserver's generic Store does: one object, the item of a
+deletecollection, and the update that removes the last finalizer of an object being deleted.
 
-Plain functions over ObjectMeta and DeleteOptions, kept apart from the Store so the garbage-collector
-finalizer precedence (store.go: shouldOrphanDependents, shouldDeleteDependents,
-deletionFinalizersForGarbageCollection), markAsDeleting and ShouldDeleteDuringUpdate read in one place.
-The cluster's garbage collector does the rest through ownerReferences; this server only records the
-intent as the `orphan` / `foregroundDeletion` finalizers.
+kube's Store.Delete for a kind without graceful deletion (custom resources, the sample apiserver):
+when finalizers remain — the object's own or the garbage collector's that the propagation policy asks
+for — the delete is an update that marks the object as deleting; otherwise the object goes at once.
+The garbage-collector finalizer precedence (store.go: shouldOrphanDependents, shouldDeleteDependents,
+deletionFinalizersForGarbageCollection), markAsDeleting and ShouldDeleteDuringUpdate are plain
+functions over ObjectMeta and DeleteOptions. The cluster's garbage collector does the rest through
+ownerReferences; this server only records the intent as the `orphan` / `foregroundDeletion`
+finalizers.
+
+One item of a deletecollection is deleted starting from the state the list gave (`delete_listed`).
+Why: kube's DeleteCollection runs the full ``Store.Delete`` per item, which reads the object again
+and decodes it before deleting. Here that read and decode were most of the cost of a
+deletecollection (10,000 pizzas on etcd: two gRPC calls and a full decode per item). The listed item
+already is a state of the object with its revision, i.e. what kube's ``Store.Delete`` would have
+read had it read right after the list. So each item goes as kube's ``Store.Delete`` goes from that
+state:
+
+- ``rest.BeforeDelete`` preconditions, finalizers and the propagation policy are decided on it;
+  whenever they ask for more than a plain delete (a precondition fails, a finalizer is kept or
+  added) or the request is a dry run, the item goes through ``delete`` itself, which reads
+  the current state and answers exactly as kube (409 in kube's words, marking instead of deleting);
+- otherwise the storage delete runs as kube's ``conditionalDelete`` with a ``cachedExistingObject``:
+  validating admission on the listed state, then a delete only while the key's revision is still
+  the listed one (etcd: a txn comparing ``mod_revision``), so the state checked is the state
+  deleted. When the object changed since the list, every further try starts from the current state
+  (storage preconditions, admission again, delete), and an admission denial on the listed state
+  stands only if that state is still current — both as ``conditionalDelete`` does.
+
+The answer is unaffected: the deletecollection answer is the list as read, in kube as here. Paging
+and the pool of concurrent deletes are registry/generic/delete_collection.py.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from apis.meta import errors
 from apis.meta.errors import GroupResource
 from apis.meta.validation import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS
+from apis.runtime.codec import Codec
+from apis.runtime.kinds import HubObject
 from registry.generic import metadata
+from registry.generic.admission import ValidateObject
+from registry.generic.cache.stored import StoredObject
 from registry.generic.options import DeleteOptions
+from registry.generic.storage_errors import interpret
+from storage import interface as st
+
+
+class DeletingStore(Protocol):
+    """What deleting needs of its Store: the storage, the codec, the resource for errors, where an
+    object is kept. A Protocol, so this module does not import the Store that calls it
+    (store → deletion, never back)."""
+
+    @property
+    def storage(self) -> st.Interface: ...
+
+    @property
+    def codec(self) -> Codec: ...
+
+    @property
+    def resource(self) -> GroupResource: ...
+
+    def key(self, namespace: str, name: str) -> str: ...
+
 
 _GC_FINALIZERS = (FINALIZER_ORPHAN_DEPENDENTS, FINALIZER_DELETE_DEPENDENTS)
 
@@ -87,17 +137,207 @@ def check_storage_preconditions(
 ) -> None:
     """storage.Preconditions.Check: the preconditions, re-checked against the state a try of the
     storage delete starts from, in the storage layer's words (rest.BeforeDelete has its own)."""
+    _check_preconditions(meta, options, resource, _STORAGE_WORDS)
+
+
+# How a failed uid / resourceVersion precondition is worded: {0} the precondition, {1} the record's.
+_STORAGE_WORDS = (
+    "Precondition failed: UID in precondition: {0}, UID in object meta: {1}",
+    "Precondition failed: ResourceVersion in precondition: {0}, ResourceVersion in object meta: {1}",
+)
+_BEFORE_DELETE_WORDS = (
+    "the UID in the precondition ({0}) does not match the UID in record ({1}). "
+    "The object might have been deleted and then recreated",
+    "the ResourceVersion in the precondition ({0}) does not match the ResourceVersion in record ({1}). "
+    "The object might have been modified",
+)
+
+
+def _check_preconditions(
+    meta: dict[str, Any], options: DeleteOptions, resource: GroupResource, words: tuple[str, str]
+) -> None:
     name, uid, rv = (meta.get(f, "") for f in ("name", "uid", "resourceVersion"))
     if options.uid is not None and options.uid != uid:
-        raise errors.conflict(
-            resource,
-            name,
-            f"Precondition failed: UID in precondition: {options.uid}, UID in object meta: {uid}",
-        )
+        raise errors.conflict(resource, name, words[0].format(options.uid, uid))
     if options.resource_version is not None and options.resource_version != rv:
-        raise errors.conflict(
-            resource,
-            name,
-            f"Precondition failed: ResourceVersion in precondition: {options.resource_version}, "
-            f"ResourceVersion in object meta: {rv}",
-        )
+        raise errors.conflict(resource, name, words[1].format(options.resource_version, rv))
+
+
+# --- one object ------------------------------------------------------------------------------------
+
+
+async def delete(
+    store: DeletingStore, namespace: str, name: str, options: DeleteOptions, validate: ValidateObject
+) -> tuple[HubObject, bool]:
+    """kube's Store.Delete: returns (object, deleted_now); marks the object as deleting instead while
+    finalizers remain."""
+    key = store.key(namespace, name)
+    try:
+        kv = await store.storage.get(key)
+    except st.StorageError as e:
+        raise interpret(e, store.resource, name) from e
+    current = store.codec.decode(kv.value, kv.mod_revision)
+    _check_delete_preconditions(store.codec, current, options)
+    changed, _ = finalizers_for(current.metadata, options)
+    if current.metadata.get("finalizers") or changed:
+        marked = await _mark_deleting(store, key, name, options, validate)
+        if marked is not None:
+            return marked, False
+    return await _delete_now(store, key, name, options, validate, read=(kv, current)), True
+
+
+def _check_delete_preconditions(codec: Codec, obj: HubObject, options: DeleteOptions) -> None:
+    """kube's rest.BeforeDelete: fail early, in its words, naming the *kind* where the resource goes."""
+    by_kind = GroupResource(codec.group, codec.kind.kind)
+    _check_preconditions(obj.metadata, options, by_kind, _BEFORE_DELETE_WORDS)
+
+
+async def _delete_now(
+    store: DeletingStore,
+    key: str,
+    name: str,
+    options: DeleteOptions,
+    validate: ValidateObject,
+    read: tuple[st.KeyValue, HubObject] | None = None,
+) -> HubObject:
+    """Preconditions and admission run against the state actually deleted; dry-run stops there.
+
+    ``read`` is the state the caller just read and decoded: storage starts from it (no second
+    read), and while it is the state being deleted it is not decoded again (a deletecollection
+    of 10,000 spent most of its time decoding each object three times).
+    """
+    checked: list[tuple[bytes, HubObject]] = []
+
+    async def check(kv: st.KeyValue) -> None:
+        same = read is not None and read[0].mod_revision == kv.mod_revision and read[0].value == kv.value
+        obj = read[1] if same and read is not None else store.codec.decode(kv.value, kv.mod_revision)
+        checked[:] = [(kv.value, obj)]
+        check_storage_preconditions(obj.metadata, options, store.resource)
+        await validate(obj, obj)
+
+    try:
+        if options.dry_run:
+            kv = await store.storage.get(key)
+            await check(kv)
+        else:
+            kv = await store.storage.delete(key, check=check, cached=read[0] if read else None)
+    except st.StorageError as e:
+        raise interpret(e, store.resource, name) from e
+    if checked and checked[0][0] == kv.value:
+        # The object checked is the one deleted (ours alone, decoded for this request): answer
+        # with it, stamped with the delete's revision as decode would.
+        obj = checked[0][1]
+        obj.metadata["resourceVersion"] = str(kv.mod_revision)
+        return obj
+    return store.codec.decode(kv.value, kv.mod_revision)
+
+
+class _DeleteNow(Exception):
+    """Raised inside the marking update when no finalizer remains: abort it and delete instead."""
+
+
+async def _mark_deleting(
+    store: DeletingStore, key: str, name: str, options: DeleteOptions, validate: ValidateObject
+) -> HubObject | None:
+    """kube's updateForGracefulDeletionAndFinalizers: set the propagation finalizers, then
+    deletionTimestamp/deletionGracePeriodSeconds 0 while any finalizer remains. None means none
+    remains (e.g. Background dropped the only "orphan"): the caller deletes at once."""
+    codec = store.codec
+
+    async def mark(kv: st.KeyValue | None) -> bytes:
+        assert kv is not None
+        obj = codec.decode(kv.value, kv.mod_revision)
+        check_storage_preconditions(obj.metadata, options, store.resource)
+        await validate(obj, obj)
+        _check_delete_preconditions(codec, obj, options)
+        changed, finalizers = finalizers_for(obj.metadata, options)
+        if changed:
+            obj.metadata["finalizers"] = finalizers
+        if not obj.metadata.get("finalizers"):
+            raise _DeleteNow
+        mark_as_deleting(obj.metadata)
+        return codec.encode(obj)
+
+    try:
+        if options.dry_run:
+            kv = await store.storage.get(key)
+            return codec.decode(await mark(kv), kv.mod_revision)
+        kv = await store.storage.guaranteed_update(key, mark)
+    except _DeleteNow:
+        return None
+    except st.StorageError as e:
+        raise interpret(e, store.resource, name) from e
+    return codec.decode(kv.value, kv.mod_revision)
+
+
+async def finish_deletion(store: DeletingStore, key: str, obj: HubObject, *, dry_run: bool) -> HubObject:
+    """kube's deleteWithoutFinalizers: the update that empties the finalizers of a deleting object
+    is not written; the stored object is deleted instead (watchers see one DELETED carrying the last
+    stored state) and the caller gets the updated object. Only the uid guards the delete, and a
+    concurrent delete that got there first is fine."""
+    same_uid = DeleteOptions(uid=obj.metadata.get("uid"))
+
+    async def same_object(kv: st.KeyValue) -> None:
+        current = store.codec.decode(kv.value, kv.mod_revision)
+        check_storage_preconditions(current.metadata, same_uid, store.resource)
+
+    if dry_run:
+        return obj
+    try:
+        await store.storage.delete(key, check=same_object)
+    except st.NotFound:
+        pass
+    except st.StorageError as e:
+        raise interpret(e, store.resource, obj.metadata.get("name", "")) from e
+    return obj
+
+
+# --- one item of a deletecollection ----------------------------------------------------------------
+
+
+class _Stale(Exception):
+    """Admission refused the listed state, which is no longer current: start again from storage."""
+
+
+async def delete_listed(
+    store: DeletingStore, item: StoredObject, options: DeleteOptions, validate: ValidateObject
+) -> None:
+    """Delete `item` as kube's ``Store.Delete`` would; errors are the API errors it raises."""
+    namespace, name = item.namespace or "", item.name
+    listed = item.hub()
+    revision = listed.metadata.get("resourceVersion")
+    if options.dry_run or not revision or not _deletes_at_once(listed.metadata, options):
+        await delete(store, namespace, name, options, validate)
+        return
+    # Only the key and mod_revision of `cached` are relied on (Interface.delete).
+    cached = st.KeyValue(item.key, b"", 0, int(revision))
+
+    async def check(kv: st.KeyValue) -> None:
+        if kv is not cached:
+            current = store.codec.decode(kv.value, kv.mod_revision)
+            check_storage_preconditions(current.metadata, options, store.resource)
+            await validate(current, current)
+            return
+        try:
+            await validate(listed, listed)
+        except Exception:
+            if (await store.storage.get(item.key)).mod_revision == cached.mod_revision:
+                raise
+            raise _Stale from None
+
+    try:
+        try:
+            await store.storage.delete(item.key, check=check, cached=cached)
+        except _Stale:
+            await store.storage.delete(item.key, check=check)
+    except st.StorageError as e:
+        raise interpret(e, store.resource, name) from e
+
+
+def _deletes_at_once(meta: dict[str, Any], options: DeleteOptions) -> bool:
+    """True when kube's Delete, reading this state, would go straight to the storage delete: the
+    preconditions hold and no finalizer is kept or added by the propagation policy."""
+    if not preconditions_hold(meta, options):
+        return False
+    changed, _ = finalizers_for(meta, options)
+    return not meta.get("finalizers") and not changed

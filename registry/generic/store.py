@@ -2,7 +2,7 @@
 
 This is k8s.io/apiserver's pkg/registry/generic/registry/store.go in Python. The order of steps on a
 write is kube's: (mutating admission in the caller) → prepare → validate → validating admission →
-storage. Dry-run runs every step and skips only the write.
+storage. Dry-run runs every step and skips only the write. Deleting is registry/generic/deletion.py.
 """
 
 from __future__ import annotations
@@ -20,22 +20,16 @@ from apis.runtime.codec import Codec
 from apis.runtime.kinds import HubObject
 from apis.runtime.scale import validate_scale_spec, validate_scale_status
 from apis.schema.ratchet import ratchet
-from registry.generic import metadata, paging
+from registry.generic import deletion, metadata, paging
 from registry.generic.admission import ValidateObject
 from registry.generic.cache.feed import Unserved
 from registry.generic.cache.resource_cache import ResourceCache
 from registry.generic.cache.stored import StoredObject
 from registry.generic.cache.watchers import OpenWatch
 from registry.generic.delete_collection import DEFAULT_WORKERS, PAGE_SIZE, delete_in_pages
-from registry.generic.deletion import (
-    check_storage_preconditions,
-    finalizers_for,
-    mark_as_deleting,
-    should_delete_during_update,
-)
+from registry.generic.deletion import should_delete_during_update
 from registry.generic.key_locks import KeyLocks
 from registry.generic.keys import list_prefix, object_key, resource_prefix
-from registry.generic.listed_delete import delete_listed
 from registry.generic.managed_fields import FieldTracker
 from registry.generic.options import DeleteOptions, ListOptions, ObjectList, WatchOptions
 from registry.generic.storage_errors import interpret, parse_resource_version
@@ -360,7 +354,7 @@ class Store:
             async with self.update_locks.hold(key):
                 kv = await self.storage.guaranteed_update(key, attempt, ignore_not_found=True)
         except _EmptiedFinalizers as emptied:
-            return await self._finish_deletion(key, emptied.obj, dry_run=dry_run), False
+            return await deletion.finish_deletion(self, key, emptied.obj, dry_run=dry_run), False
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
         return self.decode(kv), created
@@ -421,147 +415,13 @@ class Store:
         if rv != old.metadata.get("resourceVersion"):
             raise errors.conflict(self.resource, obj.metadata.get("name", ""), errors.OBJECT_MODIFIED)
 
-    # --- delete ----------------------------------------------------------------------------------
+    # --- delete (registry/generic/deletion.py) ---------------------------------------------------
 
     async def delete(
-        self,
-        namespace: str,
-        name: str,
-        options: DeleteOptions,
-        *,
-        validate: ValidateObject = _allow,
+        self, namespace: str, name: str, options: DeleteOptions, *, validate: ValidateObject = _allow
     ) -> tuple[HubObject, bool]:
-        """Delete one object; returns (object, deleted_now).
-
-        kube's Store.Delete for a kind without graceful deletion (custom resources, the sample
-        apiserver): when finalizers remain — the object's own or the garbage collector's that the
-        propagation policy asks for — the delete is an update that marks the object as deleting;
-        otherwise the object goes at once.
-        """
-        key = self.key(namespace, name)
-        try:
-            kv = await self.storage.get(key)
-        except st.StorageError as e:
-            raise interpret(e, self.resource, name) from e
-        current = self.decode(kv)
-        self._check_delete_preconditions(current, options)
-        changed, _ = finalizers_for(current.metadata, options)
-        if current.metadata.get("finalizers") or changed:
-            marked = await self._mark_deleting(key, name, options, validate)
-            if marked is not None:
-                return marked, False
-        return await self._delete_now(key, name, options, validate, read=(kv, current)), True
-
-    def _check_delete_preconditions(self, obj: HubObject, options: DeleteOptions) -> None:
-        """kube's rest.BeforeDelete: fail early, in its words, naming the *kind* where the resource goes."""
-        by_kind = GroupResource(self.codec.group, self.codec.kind.kind)
-        name, uid, rv = (obj.metadata.get(f, "") for f in ("name", "uid", "resourceVersion"))
-        if options.uid is not None and options.uid != uid:
-            raise errors.conflict(
-                by_kind,
-                name,
-                f"the UID in the precondition ({options.uid}) does not match the UID in record ({uid}). "
-                "The object might have been deleted and then recreated",
-            )
-        if options.resource_version is not None and options.resource_version != rv:
-            raise errors.conflict(
-                by_kind,
-                name,
-                f"the ResourceVersion in the precondition ({options.resource_version}) does not match the "
-                f"ResourceVersion in record ({rv}). The object might have been modified",
-            )
-
-    def _check_storage_preconditions(self, obj: HubObject, options: DeleteOptions) -> None:
-        check_storage_preconditions(obj.metadata, options, self.resource)
-
-    async def _delete_now(
-        self,
-        key: str,
-        name: str,
-        options: DeleteOptions,
-        validate: ValidateObject,
-        read: tuple[st.KeyValue, HubObject] | None = None,
-    ) -> HubObject:
-        """Preconditions and admission run against the state actually deleted; dry-run stops there.
-
-        ``read`` is the state the caller just read and decoded: storage starts from it (no second
-        read), and while it is the state being deleted it is not decoded again (a deletecollection
-        of 10,000 spent most of its time decoding each object three times).
-        """
-        checked: list[tuple[bytes, HubObject]] = []
-
-        async def check(kv: st.KeyValue) -> None:
-            same = read is not None and read[0].mod_revision == kv.mod_revision and read[0].value == kv.value
-            obj = read[1] if same and read is not None else self.decode(kv)
-            checked[:] = [(kv.value, obj)]
-            self._check_storage_preconditions(obj, options)
-            await validate(obj, obj)
-
-        try:
-            if options.dry_run:
-                kv = await self.storage.get(key)
-                await check(kv)
-            else:
-                kv = await self.storage.delete(key, check=check, cached=read[0] if read else None)
-        except st.StorageError as e:
-            raise interpret(e, self.resource, name) from e
-        if checked and checked[0][0] == kv.value:
-            # The object checked is the one deleted (ours alone, decoded for this request): answer
-            # with it, stamped with the delete's revision as decode would.
-            return self._with_rv(checked[0][1], kv.mod_revision)
-        return self.decode(kv)
-
-    async def _mark_deleting(
-        self, key: str, name: str, options: DeleteOptions, validate: ValidateObject
-    ) -> HubObject | None:
-        """kube's updateForGracefulDeletionAndFinalizers: set the propagation finalizers, then
-        deletionTimestamp/deletionGracePeriodSeconds 0 while any finalizer remains. None means none
-        remains (e.g. Background dropped the only "orphan"): the caller deletes at once."""
-
-        async def mark(kv: st.KeyValue | None) -> bytes:
-            assert kv is not None
-            obj = self.decode(kv)
-            self._check_storage_preconditions(obj, options)
-            await validate(obj, obj)
-            self._check_delete_preconditions(obj, options)
-            changed, finalizers = finalizers_for(obj.metadata, options)
-            if changed:
-                obj.metadata["finalizers"] = finalizers
-            if not obj.metadata.get("finalizers"):
-                raise _DeleteNow
-            mark_as_deleting(obj.metadata)
-            return self.codec.encode(obj)
-
-        try:
-            if options.dry_run:
-                kv = await self.storage.get(key)
-                return self.codec.decode(await mark(kv), kv.mod_revision)
-            kv = await self.storage.guaranteed_update(key, mark)
-        except _DeleteNow:
-            return None
-        except st.StorageError as e:
-            raise interpret(e, self.resource, name) from e
-        return self.decode(kv)
-
-    async def _finish_deletion(self, key: str, obj: HubObject, *, dry_run: bool = False) -> HubObject:
-        """kube's deleteWithoutFinalizers: the update that empties the finalizers of a deleting object
-        is not written; the stored object is deleted instead (watchers see one DELETED carrying the last
-        stored state) and the caller gets the updated object. Only the uid guards the delete, and a
-        concurrent delete that got there first is fine."""
-        uid = obj.metadata.get("uid")
-
-        async def same_object(kv: st.KeyValue) -> None:
-            self._check_storage_preconditions(self.decode(kv), DeleteOptions(uid=uid))
-
-        if dry_run:
-            return obj
-        try:
-            await self.storage.delete(key, check=same_object)
-        except st.NotFound:
-            pass
-        except st.StorageError as e:
-            raise interpret(e, self.resource, obj.metadata.get("name", "")) from e
-        return obj
+        """Delete one object; returns (object, deleted_now): marked as deleting while finalizers remain."""
+        return await deletion.delete(self, namespace, name, options, validate)
 
     async def delete_collection(
         self,
@@ -572,11 +432,11 @@ class Store:
         validate: ValidateObject = _allow,
     ) -> ObjectList:
         """kube's DeleteCollection (``registry.generic.delete_collection``): every item as ``delete``
-        would (``registry.generic.listed_delete``: from its listed state while that is current),
+        would (``deletion.delete_listed``: from its listed state while that is current),
         ``delete_collection_workers`` at once, in pages unless the caller set a limit."""
 
         async def delete_item(item: StoredObject) -> None:
-            await delete_listed(self, item, delete_options, validate)
+            await deletion.delete_listed(self, item, delete_options, validate)
 
         return await delete_in_pages(
             functools.partial(self.read_list, namespace),
@@ -585,10 +445,6 @@ class Store:
             self.delete_collection_workers,
             page_size=0 if self.cache is not None else PAGE_SIZE,
         )
-
-
-class _DeleteNow(Exception):
-    """Raised inside the marking update when no finalizer remains: abort it and delete instead."""
 
 
 class _EmptiedFinalizers(Exception):

@@ -1,6 +1,6 @@
 """deletecollection deletes each item as kube's Store.Delete would, on both backends and over HTTPS.
 
-Items are deleted from the state the list gave (registry/generic/listed_delete.py); these tests hold
+Items are deleted from the state the list gave (registry/generic/deletion.py); these tests hold
 that to kube's per-item semantics: finalizers mark instead of deleting, preconditions answer in
 BeforeDelete's words, validating admission sees each item and its denial is the answer, and an item
 written while its delete is under way is deleted from its current state after admission saw that

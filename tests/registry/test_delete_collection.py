@@ -11,7 +11,7 @@ from apis.meta.errors import StatusError
 from apis.runtime.codec import Codec
 from apis.wardle.install import FISCHER_KIND, Fischer
 from registry.generic.delete_collection import delete_in_pages
-from registry.generic.listed_delete import delete_listed
+from registry.generic.deletion import delete_listed
 from registry.generic.options import DeleteOptions, ListOptions
 from registry.generic.store import Store
 from registry.generic.strategy import PlainStrategy
