@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apis.meta.fields import FieldSelector
 from apis.meta.labels import LabelSelector
+
+if TYPE_CHECKING:
+    from registry.generic.admission import ValidateObject
+    from registry.generic.managed_fields import FieldTracker
+    from registry.generic.validation import DecodedObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +58,32 @@ class DeleteOptions:
     propagation_policy: str | None = None
     orphan_dependents: bool | None = None
     dry_run: bool = False
+
+
+async def admit_all(new: Any, old: Any | None) -> None:
+    """No validating admission: what a caller without an admission chain writes."""
+    return None
+
+
+@dataclass(slots=True)
+class WriteOptions:
+    """One create or update as the Store sees it: kube's Create/UpdateOptions, the validating admission
+    handed to Store.Create/Update, and what the request context carries (the version the client
+    wrote, the warnings). The server builds it once per request (server/endpoints/write_request.py)."""
+
+    # The version the client wrote in: the schema and the CEL rules are checked in it ("" = the
+    # storage version, for callers that write hub objects directly).
+    version: str = ""
+    dry_run: bool = False
+    # Records who changed what in metadata.managedFields (None: untracked).
+    manager: FieldTracker | None = None
+    # Validating admission, with (new, None) for a create and (new, old) for an update.
+    admission: ValidateObject = admit_all
+    # The request's object as it last decoded it (a patch decodes again on every retry): what decoding
+    # validated is not validated again, and its schema errors are the ones reported.
+    decoded: DecodedObject | None = None
+    # Ratcheted rule failures of the last validation, for the response's Warning headers.
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,9 @@ from typing import Any
 from apis.meta import errors
 from apis.runtime.kinds import HubObject, KindInfo
 from apis.runtime.scale import ScaleSubresource, scale_of, spec_replicas, write_path
-from registry.generic.managed_fields import FieldManager
+from registry.generic.options import WriteOptions
 from registry.generic.scale_fields import ScaleFields
-from registry.generic.store import Store, ValidateObject
+from registry.generic.store import Store
 
 # kube's invalidSpecReplicas: the smallest int32 marks "the object has no replicas" in the Scale a
 # change is computed from, so a change that leaves it there is refused rather than written.
@@ -68,20 +68,19 @@ async def update_scale(
     namespace: str,
     name: str,
     change: ScaleChange,
+    write: WriteOptions,
     *,
     admit: AdmitParent | None = None,
-    validate_update: ValidateObject | None = None,
-    dry_run: bool = False,
-    manager: FieldManager | None = None,
     fields: ScaleFields | None = None,
 ) -> dict[str, Any]:
     """kube's ScaleREST.Update: the object's current Scale → `change` → spec.replicas (and the
-    resourceVersion precondition, when the new Scale carries one) written back into the object.
+    resourceVersion precondition, when the new Scale carries one) written back into the object,
+    which the Store then prepares and validates through the main strategy as any update.
 
     With `fields` (server-side apply), ownership is computed on the Scale as kube's
     scaleUpdatedObjectInfo does: the current Scale carries the parent's entries seen as a Scale's,
     the managedFields of the Scale `change` returns go back to the parent through `fields`, which
-    then sets them on what is stored (and `manager` is not used)."""
+    is then the write's manager and sets them on what is stored."""
     scale = declaration(store)
 
     async def updated(obj: HubObject | None) -> HubObject:
@@ -108,8 +107,7 @@ async def update_scale(
             obj.metadata["resourceVersion"] = resource_version
         return await admit(obj, old) if admit is not None else obj
 
-    kwargs: dict[str, Any] = {"dry_run": dry_run, "manager": fields if fields is not None else manager}
-    if validate_update is not None:
-        kwargs["validate_update"] = validate_update
-    result, _ = await store.update(namespace, name, updated, **kwargs)
+    if fields is not None:
+        write.manager = fields
+    result, _ = await store.update(namespace, name, updated, write)
     return scale_of(result, scale)

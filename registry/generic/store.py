@@ -1,8 +1,9 @@
 """The generic Store: CRUD and watch for any kind over storage.Interface, driven by a Strategy.
 
 This is k8s.io/apiserver's pkg/registry/generic/registry/store.go in Python. The order of steps on a
-write is kube's: (mutating admission in the caller) → prepare → validate → validating admission →
-storage. Dry-run runs every step and skips only the write. Deleting is registry/generic/deletion.py.
+write is kube's: (mutating admission in the caller) → prepare → validate (registry/generic/
+validation.py) → validating admission → storage, the same steps for a create and an update.
+Dry-run runs every step and skips only the write. Deleting is registry/generic/deletion.py.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from dataclasses import dataclass, field, replace
 
 from apis.meta import errors
 from apis.meta.errors import GroupKind, GroupResource, StatusError
-from apis.meta.field import FieldError, invalid
-from apis.meta.validation import validate_object_meta, validate_object_meta_update
+from apis.meta.field import invalid
 from apis.runtime.codec import Codec
 from apis.runtime.kinds import HubObject
-from apis.runtime.scale import validate_scale_spec, validate_scale_status
-from apis.schema.ratchet import ratchet
 from registry.generic import deletion, metadata, paging
 from registry.generic.admission import ValidateObject
 from registry.generic.cache.feed import Unserved
@@ -30,25 +28,25 @@ from registry.generic.delete_collection import DEFAULT_WORKERS, PAGE_SIZE, delet
 from registry.generic.deletion import should_delete_during_update
 from registry.generic.key_locks import KeyLocks
 from registry.generic.keys import list_prefix, object_key, resource_prefix
-from registry.generic.managed_fields import FieldTracker
-from registry.generic.options import DeleteOptions, ListOptions, ObjectList, WatchOptions
+from registry.generic.options import (
+    DeleteOptions,
+    ListOptions,
+    ObjectList,
+    WatchOptions,
+    WriteOptions,
+    admit_all,
+)
 from registry.generic.storage_errors import interpret, parse_resource_version
 from registry.generic.strategy import Strategy
+from registry.generic.validation import validate_write
 from registry.generic.watch import watch_storage
 from storage import interface as st
 
-# The versioned object's schema/rule errors for (new, old): reported in the same 422 as the rest.
-FieldErrors = list[FieldError]  # named here: inside Store, `list` is the method
-CheckObject = Callable[[HubObject, HubObject | None], FieldErrors]
 # Produces the new object from the current one (None when missing): applies the PUT body or patch
 # and runs mutating admission. Runs again on every optimistic-concurrency retry.
 UpdatedObject = Callable[[HubObject | None], Awaitable[HubObject]]
 
 GENERATE_NAME_ATTEMPTS = 8
-
-
-async def _allow(new: HubObject, old: HubObject | None) -> None:
-    return None
 
 
 @dataclass(eq=False)
@@ -187,50 +185,44 @@ class Store:
                 return OpenWatch(watcher, cache.progress, cache.stop_watching)
         return watch_storage(self, prefix, options, all_namespaces=self._all_namespaces(namespace))
 
-    # --- create ----------------------------------------------------------------------------------
+    # --- create and update ---------------------------------------------------------------------
 
-    def _prepare_create(self, obj: HubObject) -> None:
-        metadata.fill_for_create(obj.metadata)
-        self.strategy.prepare_for_create(obj)
+    def _prepare(
+        self, obj: HubObject, old: HubObject | None, strategy: Strategy, write: WriteOptions
+    ) -> None:
+        """kube's rest.BeforeCreate/BeforeUpdate before validation: system metadata, the strategy's
+        preparation, then ownership (after the strategy, so it follows what is actually stored)."""
+        if old is None:
+            metadata.fill_for_create(obj.metadata)
+            strategy.prepare_for_create(obj)
+        else:
+            obj.metadata["generation"] = old.metadata.get("generation")
+            metadata.keep_for_update(obj.metadata, old.metadata)
+            strategy.prepare_for_update(obj, old)
+        if write.manager is not None:
+            write.manager.track(self.codec, old, obj)
 
-    def _validate_create(self, obj: HubObject, check: CheckObject | None = None) -> None:
-        errs = validate_object_meta(
-            obj.metadata, namespaced=self.strategy.namespaced, name_fn=self.strategy.validate_name
-        )
-        schema_errs = check(obj, None) if check is not None else []
-        # The strategy's checks assume a schema-valid object; kube reports all of it in one 422.
-        errs += schema_errs or self.strategy.validate(obj)
-        errs += self._scale_errors(obj)
-        if errs:
-            raise errors.invalid(self.group_kind, obj.metadata.get("name") or "", errs)
-        self.strategy.canonicalize(obj)
+    async def _validate(
+        self, obj: HubObject, old: HubObject | None, strategy: Strategy, write: WriteOptions
+    ) -> None:
+        """Every check of the registry (registry/generic/validation.py), then validating admission."""
+        validate_write(self.codec, strategy, obj, old, write)
+        await write.admission(obj, old)
 
-    async def create(
-        self,
-        obj: HubObject,
-        *,
-        validate: ValidateObject = _allow,
-        dry_run: bool = False,
-        manager: FieldTracker | None = None,
-        check: CheckObject | None = None,
-    ) -> HubObject:
-        """Create `obj` (a hub object already through mutating admission).
-
-        With a `manager`, metadata.managedFields records the fields it set (untracked otherwise).
-        `check` adds the versioned object's schema and rule errors to the same 422.
-        """
+    async def create(self, obj: HubObject, write: WriteOptions | None = None) -> HubObject:
+        """Create `obj` (a hub object already through mutating admission): prepare → validate →
+        validating admission → storage, a generated name tried again on a collision."""
+        write = write or WriteOptions()
         generated = not obj.metadata.get("name") and bool(obj.metadata.get("generateName"))
-        self._prepare_create(obj)
-        self._track(None, obj, manager)
+        self._prepare(obj, None, self.strategy, write)
         for attempt in range(GENERATE_NAME_ATTEMPTS):
             if generated:
                 obj.metadata["name"] = self.name_generator(obj.metadata["generateName"])
-            self._validate_create(obj, check)
-            await validate(obj, None)
+            await self._validate(obj, None, self.strategy, write)
             name = obj.metadata["name"]
             key = self.key(obj.metadata.get("namespace", ""), name)
             try:
-                if dry_run:
+                if write.dry_run:
                     await self._require_absent(key, name)
                     return obj
                 kv = await self.storage.create(key, self.codec.encode(obj))
@@ -242,14 +234,6 @@ class Store:
                 raise interpret(e, self.resource, name) from e
             return self._with_rv(obj, kv.mod_revision)
         raise AssertionError("unreachable")
-
-    def _scale_errors(self, obj: HubObject) -> tuple[FieldError, ...]:
-        """A kind with a scale subresource keeps its replicas and selector readable as a Scale on
-        every write, whichever endpoint it came through (apiextensions' ValidateScaleSpec/Status)."""
-        scale = self.codec.kind.scale
-        if scale is None:
-            return ()
-        return (*validate_scale_spec(obj, scale), *validate_scale_status(obj, scale))
 
     async def _require_absent(self, key: str, name: str) -> None:
         """A dry-run create collides like a real one (kube's DryRunnableStorage.Create: KeyExists)."""
@@ -286,67 +270,45 @@ class Store:
             error.message = f"object is being deleted: {error.message}"
         return error
 
-    # --- update ----------------------------------------------------------------------------------
-
     async def update(
         self,
         namespace: str,
         name: str,
         updated: UpdatedObject,
+        write: WriteOptions | None = None,
         *,
-        validate_create: ValidateObject = _allow,
-        validate_update: ValidateObject = _allow,
-        force_allow_create: bool = False,
-        dry_run: bool = False,
         strategy: Strategy | None = None,
-        manager: FieldTracker | None = None,
-        check: CheckObject | None = None,
+        force_allow_create: bool = False,
     ) -> tuple[HubObject, bool]:
-        """Replace or patch one object; returns (object, created). `check`: as for create, with the
-        stored object on update."""
-        strategy = strategy or self.strategy
+        """Replace or patch one object; returns (object, created). The steps are create's, from the
+        stored object: `updated` → preconditions → prepare → validate → validating admission →
+        storage, all again on a conflict. `strategy` is a subresource's; a missing object is created
+        (through the main strategy) only when it allows that or `force_allow_create` (apply)."""
+        write = write or WriteOptions()
         key = self.key(namespace, name)
         created = False
 
         async def attempt(kv: st.KeyValue | None) -> bytes:
             nonlocal created
             old = self.decode(kv) if kv is not None else None
+            steps = strategy or self.strategy
             if old is None:
-                if not (strategy.allow_create_on_update or force_allow_create):
+                if not (steps.allow_create_on_update or force_allow_create):
                     raise errors.not_found(self.resource, name)
-                obj = await updated(None)
-                self._check_identity(obj, namespace, name)
-                self._prepare_create(obj)
-                self._track(None, obj, manager)
-                self._validate_create(obj, check)
-                await validate_create(obj, None)
-                created = True
-                return self.codec.encode(obj)
-            obj = await updated(copy.deepcopy(old))
+                steps = self.strategy
+            obj = await updated(copy.deepcopy(old) if old is not None else None)
             self._check_identity(obj, namespace, name)
-            self._check_preconditions(obj, old, strategy)
-            obj.metadata["generation"] = old.metadata.get("generation")
-            metadata.keep_for_update(obj.metadata, old.metadata)
-            strategy.prepare_for_update(obj, old)
-            self._track(old, obj, manager)
-            errs = validate_object_meta_update(obj.metadata, old.metadata)
-            errs += validate_object_meta(
-                obj.metadata, namespaced=self.strategy.namespaced, name_fn=self.strategy.validate_name
-            )
-            schema_errs = check(obj, old) if check is not None else []
-            errs += schema_errs or self._ratchet(strategy.validate_update(obj, old), obj, old)
-            errs += self._scale_errors(obj)
-            if errs:
-                raise errors.invalid(self.group_kind, name, errs)
-            strategy.canonicalize(obj)
-            await validate_update(obj, old)
-            if should_delete_during_update(obj.metadata, old.metadata):
+            if old is not None:
+                self._check_preconditions(obj, old, steps)
+            self._prepare(obj, old, steps, write)
+            await self._validate(obj, old, steps, write)
+            if old is not None and should_delete_during_update(obj.metadata, old.metadata):
                 raise _EmptiedFinalizers(obj)
-            created = False
+            created = old is None
             return self.codec.encode(obj)
 
         try:
-            if dry_run:
+            if write.dry_run:
                 kv = await self._get_or_none(key)
                 new_bytes = await attempt(kv)
                 result = self.codec.decode(new_bytes, kv.mod_revision if kv else 0)
@@ -354,26 +316,10 @@ class Store:
             async with self.update_locks.hold(key):
                 kv = await self.storage.guaranteed_update(key, attempt, ignore_not_found=True)
         except _EmptiedFinalizers as emptied:
-            return await deletion.finish_deletion(self, key, emptied.obj, dry_run=dry_run), False
+            return await deletion.finish_deletion(self, key, emptied.obj, dry_run=write.dry_run), False
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
         return self.decode(kv), created
-
-    def _ratchet(self, errs: FieldErrors, obj: HubObject, old: HubObject) -> FieldErrors:
-        """Validation ratcheting (KEP-4008) for the strategy's errors too: they repeat schema bounds on
-        the hub, so an unchanged old value must pass them as it passes the schema. Their paths are
-        the hub's, compared in the storage version (the hub's shape for the kinds declared here; a
-        path that does not resolve is compared at the whole object, so it is reported)."""
-        if not errs:
-            return errs
-        version = self.codec.kind.storage_version
-        new_data, old_data = self.codec.to_version(obj, version), self.codec.to_version(old, version)
-        return ratchet(errs, new_data, old_data, self.codec.kind.versions[version].schema)
-
-    def _track(self, live: HubObject | None, obj: HubObject, manager: FieldTracker | None) -> None:
-        """After the strategy prepared `obj`, so ownership follows what is actually stored."""
-        if manager is not None:
-            manager.track(self.codec, live, obj)
 
     async def _get_or_none(self, key: str) -> st.KeyValue | None:
         try:
@@ -418,7 +364,7 @@ class Store:
     # --- delete (registry/generic/deletion.py) ---------------------------------------------------
 
     async def delete(
-        self, namespace: str, name: str, options: DeleteOptions, *, validate: ValidateObject = _allow
+        self, namespace: str, name: str, options: DeleteOptions, *, validate: ValidateObject = admit_all
     ) -> tuple[HubObject, bool]:
         """Delete one object; returns (object, deleted_now): marked as deleting while finalizers remain."""
         return await deletion.delete(self, namespace, name, options, validate)
@@ -429,7 +375,7 @@ class Store:
         list_options: ListOptions,
         delete_options: DeleteOptions,
         *,
-        validate: ValidateObject = _allow,
+        validate: ValidateObject = admit_all,
     ) -> ObjectList:
         """kube's DeleteCollection (``registry.generic.delete_collection``): every item as ``delete``
         would (``deletion.delete_listed``: from its listed state while that is current),

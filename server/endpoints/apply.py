@@ -23,7 +23,6 @@ plugins change is owned by nobody.
 from __future__ import annotations
 
 import copy
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,15 +30,12 @@ from aiohttp import web
 
 from apis.meta import errors
 from apis.meta.errors import GroupKind, StatusError
-from apis.meta.field import ErrorType, FieldError, Path, required
-from apis.meta.user import ANONYMOUS
-from apis.meta.validation import validate_field_manager
+from apis.meta.field import ErrorType
 from apis.runtime.kinds import HubObject
 from apis.schema.apply_merge import undeclared_fields
 from apis.schema.fieldset import FieldSet, field_element
 from apis.schema.prune import prune
 from apis.schema.validate import validate
-from registry.generic.admission import Operation
 from registry.generic.metadata import now_rfc3339
 from registry.generic.server_side_apply import (
     AppliedFields,
@@ -48,28 +44,12 @@ from registry.generic.server_side_apply import (
     CodecTypes,
     apply_config,
 )
-from server.admission.sinks import admission_options, request_sinks
-from server.authz.interface import AuthzAttributes
 from server.endpoints import body as bodies
-from server.endpoints.decode import decode_write
-from server.endpoints.query import dry_run, field_validation, force
-from server.endpoints.schema_check import SchemaCheck
+from server.endpoints.field_manager import apply_manager
+from server.endpoints.query import force
 from server.endpoints.scope import ResourceScope
-from server.endpoints.write import _admit, _output, _respond, _set_namespace, _validator
+from server.endpoints.write_request import WriteRequest, write_output
 from server.request_info import RequestInfo
-from server.request_state import AUTHORIZER, USER
-
-
-def apply_manager(request: web.Request) -> str:
-    """ValidatePatchOptions for an apply patch: `fieldManager` is required and checked."""
-    name = request.query.get("fieldManager", "")
-    errs: list[FieldError] = []
-    if not name:
-        errs.append(required(Path("fieldManager"), "is required for apply patch"))
-    errs += validate_field_manager(name, Path("fieldManager"))
-    if errs:
-        raise errors.invalid(GroupKind("meta.k8s.io", "PatchOptions"), "", errs)
-    return name
 
 
 def _apply_request(request: web.Request, scope: ResourceScope, info: RequestInfo) -> ApplyRequest:
@@ -169,14 +149,12 @@ async def read_apply_patch(request: web.Request, validation: str) -> tuple[Any, 
 
 
 async def apply_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
-    output = _output(request)
+    output = write_output(request)
     apply = _apply_request(request, scope, info)
-    dry = dry_run(request.query, "PatchOptions")
-    validation = field_validation(request.query, "PatchOptions")
-    document, duplicates = await read_apply_patch(request, validation)
-    user = request.get(USER, ANONYMOUS)
-    sinks = request_sinks(request)
     tracker = AppliedFields()
+    write = WriteRequest.begin(request, scope, info, "PatchOptions", output=output, manager=tracker)
+    validation = write.field_validation
+    document, duplicates = await read_apply_patch(request, validation)
     types = CodecTypes(scope.codec)
     expected = scope_config_type(scope)
     warnings: list[str] = []
@@ -201,50 +179,17 @@ async def apply_object(request: web.Request, scope: ResourceScope, info: Request
                 f"uid mismatch: the provided object specified uid {merged['metadata']['uid']}, "
                 "and no existing object was found",
             )
-        decoded = decode_write(scope, merged, field_validation="Ignore")
-        obj = decoded.hub
-        check.decoded = decoded  # a retry after a conflict decodes again
-        check.warnings.clear()
-        _set_namespace(scope, obj, info)
-        operation = Operation.CREATE if old is None else Operation.UPDATE
+        obj = write.decode(merged, field_validation="Ignore").hub  # again on a retry
+        write.set_namespace(obj)
         # kube's patcher hands webhooks CreateOptions or UpdateOptions, whichever the apply became.
-        kind = "CreateOptions" if old is None else "UpdateOptions"
-        options = admission_options(kind, dry_run=dry, field_manager=request.query.get("fieldManager", ""))
-        attrs = scope.attributes(info, user, operation, obj, old, dry_run=dry, sinks=sinks, options=options)
-        return await _admit(scope, attrs)
-
-    validate_write = _validator(scope, request, info, dry=dry, options_kind="UpdateOptions")
-    check = SchemaCheck(scope)
-
-    async def validate_create(obj: HubObject, old: HubObject | None) -> None:
-        await _authorize_create(request, scope, info)
-        await validate_write(obj, old)
+        return await write.admit(obj, old)
 
     result, created = await scope.store.update(
         info.namespace,
         info.name,
         updated,
-        validate_create=validate_create,
-        validate_update=validate_write,
-        force_allow_create=not info.subresource,
-        dry_run=dry,
+        write.store,
         strategy=scope.subresources.get(info.subresource),
-        manager=tracker,
-        check=check,
+        force_allow_create=not info.subresource,
     )
-    return _respond(output, scope, result, 201 if created else 200, warnings + check.warnings)
-
-
-async def _authorize_create(request: web.Request, scope: ResourceScope, info: RequestInfo) -> None:
-    """withAuthorization: a patch that creates needs `create` too (checked once the object is built,
-    before validating admission), 403 `<resource> "<name>" is forbidden: <reason>` otherwise."""
-    authorizer = request.get(AUTHORIZER)
-    if authorizer is None:
-        return  # an application built without the authorization filter authorizes nothing
-    attrs = AuthzAttributes(request.get(USER, ANONYMOUS), dataclasses.replace(info, verb="create"))
-    decision = await authorizer.authorize(attrs)
-    if decision.allowed:
-        return
-    if decision.error:
-        raise errors.internal_error(decision.error)
-    raise errors.forbidden(scope.resource, info.name, decision.reason)
+    return write.respond(result, 201 if created else 200, warnings)

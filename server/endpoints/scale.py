@@ -12,7 +12,7 @@ scale_apply.py, through the same `update_scale`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
@@ -21,23 +21,16 @@ from apis.autoscaling import v1 as autoscaling
 from apis.meta import errors
 from apis.meta.errors import GroupKind, StatusError
 from apis.meta.field import invalid
-from apis.meta.user import ANONYMOUS
-from apis.runtime.kinds import HubObject
 from apis.schema.prune import prune
 from apis.schema.validate import validate
-from registry.generic.admission import Attributes, Operation
-from registry.generic.managed_fields import FieldManager
 from registry.generic.scale import ScaleChange, manager_version, read_scale, update_scale
 from registry.generic.scale_fields import ScaleFields
-from server.admission.sinks import admission_options, request_sinks
 from server.endpoints import body as bodies
-from server.endpoints.field_manager import field_manager
 from server.endpoints.negotiation import JSON, YAML, body_media_type, negotiate_output
 from server.endpoints.patch import apply_patch, patch_document
-from server.endpoints.query import dry_run, field_validation
 from server.endpoints.scope import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ResourceScope
+from server.endpoints.write_request import WriteRequest
 from server.request_info import RequestInfo
-from server.request_state import USER
 from server.responses import add_warning, object_response
 
 # What kube's patch handler accepts for a Scale besides apply (built-in types take strategic merge).
@@ -110,61 +103,21 @@ def decode_scale(
     return data, warnings
 
 
-def admission(
-    request: web.Request, scope: ResourceScope, info: RequestInfo, dry: bool
-) -> tuple[
-    Callable[[HubObject, HubObject], Awaitable[HubObject]],
-    Callable[[HubObject, HubObject | None], Awaitable[None]],
-]:
-    """The mutating step and the validating step of a write to /scale, as an update of the object."""
-    user = request.get(USER, ANONYMOUS)
-    sinks = request_sinks(request)
-    # kube hands webhooks a write to /scale with UpdateOptions, as any update.
-    options = admission_options(
-        "UpdateOptions", dry_run=dry, field_manager=request.query.get("fieldManager", "")
-    )
-
-    def attributes(obj: HubObject, old: HubObject | None) -> Attributes:
-        return scope.attributes(
-            info, user, Operation.UPDATE, obj, old, dry_run=dry, sinks=sinks, options=options
-        )
-
-    async def admit(obj: HubObject, old: HubObject) -> HubObject:
-        attrs = attributes(obj, old)
-        if not any(p.handles(attrs.operation) for p in scope.admission.mutating):
-            return obj
-        await scope.admission.admit(attrs)
-        return scope.codec.redefault(attrs.object, scope.version)
-
-    async def validate_update(obj: HubObject, old: HubObject | None) -> None:
-        await scope.admission.validate(attributes(obj, old))
-
-    return admit, validate_update
-
-
 async def write_scale(
-    request: web.Request,
-    scope: ResourceScope,
-    info: RequestInfo,
-    change: ScaleChange,
-    *,
-    dry: bool,
-    manager: FieldManager | None = None,
-    fields: ScaleFields | None = None,
+    write: WriteRequest, change: ScaleChange, *, fields: ScaleFields | None = None
 ) -> dict[str, Any]:
-    """Every write to /scale (PUT, patch, apply): admission around the read → change → write loop."""
-    admit, validate_update = admission(request, scope, info, dry)
+    """Every write to /scale (PUT, patch, apply): the read → change → write loop with the parent's
+    admission (as an update of the object, UpdateOptions); returns the Scale written."""
+    info = write.info
     return await update_scale(
-        scope.store,
-        info.namespace,
-        info.name,
-        change,
-        admit=admit,
-        validate_update=validate_update,
-        dry_run=dry,
-        manager=manager,
-        fields=fields,
+        write.scope.store, info.namespace, info.name, change, write.store, admit=write.admit, fields=fields
     )
+
+
+def begin(request: web.Request, scope: ResourceScope, info: RequestInfo, options_kind: str) -> WriteRequest:
+    """A write to /scale records its manager in the version that has the replicas field."""
+    version = manager_version(scope.kind, scope.version)
+    return WriteRequest.begin(request, scope, info, options_kind, manager_version=version)
 
 
 async def get_scale(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
@@ -176,10 +129,8 @@ async def get_scale(request: web.Request, scope: ResourceScope, info: RequestInf
 
 
 async def replace_scale(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
-    negotiate_output(request.headers.get("Accept"), allow_transforms=())
-    manager = field_manager(request, info, "UpdateOptions", manager_version(scope.kind, scope.version))
-    dry = dry_run(request.query, "UpdateOptions")
-    validation = field_validation(request.query, "UpdateOptions")
+    write = begin(request, scope, info, "UpdateOptions")
+    validation = write.field_validation
     media = body_media_type(request.headers.get("Content-Type"), (JSON, YAML))
     raw = await bodies.read_body(request)
     data, duplicates = bodies.decode(raw, media, track_duplicates=validation != "Ignore")
@@ -188,18 +139,16 @@ async def replace_scale(request: web.Request, scope: ResourceScope, info: Reques
     async def change(_current: dict[str, Any]) -> dict[str, Any]:
         return scale
 
-    result = await write_scale(request, scope, info, change, dry=dry, manager=manager)
-    return respond(request, result, warnings)
+    result = await write_scale(write, change)
+    return respond(request, result, [*warnings, *write.store.warnings])
 
 
 async def patch_scale(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
     patch_type = (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
     if patch_type not in scale_patch_types(scope):
         raise errors.unsupported_media_type(", ".join(scale_patch_types(scope)))
-    negotiate_output(request.headers.get("Accept"), allow_transforms=())
-    manager = field_manager(request, info, "PatchOptions", manager_version(scope.kind, scope.version))
-    dry = dry_run(request.query, "PatchOptions")
-    validation = field_validation(request.query, "PatchOptions")
+    write = begin(request, scope, info, "PatchOptions")
+    validation = write.field_validation
     raw = await bodies.read_body(request)
     document, duplicates = patch_document(raw, patch_type, track_duplicates=validation != "Ignore")
     warnings: list[str] = []
@@ -218,5 +167,5 @@ async def patch_scale(request: web.Request, scope: ResourceScope, info: RequestI
             raise errors.invalid(GroupKind("", ""), "", [invalid("patch", cause, e.message)]) from None
         return scale
 
-    result = await write_scale(request, scope, info, change, dry=dry, manager=manager)
-    return respond(request, result, warnings)
+    result = await write_scale(write, change)
+    return respond(request, result, [*warnings, *write.store.warnings])

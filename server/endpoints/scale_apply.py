@@ -22,17 +22,12 @@ from registry.generic.metadata import now_rfc3339
 from registry.generic.scale import declaration, manager_version
 from registry.generic.scale_fields import ScaleFields, ScaleTypes, replicas_paths
 from registry.generic.server_side_apply import ApplyConflicts, ApplyRequest, apply_config
-from server.endpoints.apply import (
-    ConfigType,
-    apply_manager,
-    check_config,
-    read_apply_patch,
-    typed_patch_error,
-)
-from server.endpoints.negotiation import negotiate_output
-from server.endpoints.query import dry_run, field_validation, force
+from server.endpoints.apply import ConfigType, check_config, read_apply_patch, typed_patch_error
+from server.endpoints.field_manager import apply_manager
+from server.endpoints.query import force
 from server.endpoints.scale import decode_scale, respond, write_scale
 from server.endpoints.scope import ResourceScope
+from server.endpoints.write_request import WriteRequest, write_output
 from server.request_info import RequestInfo
 
 SCALE_CONFIG = ConfigType(
@@ -41,21 +36,21 @@ SCALE_CONFIG = ConfigType(
 
 
 async def apply_scale(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
-    negotiate_output(request.headers.get("Accept"), allow_transforms=())
+    output = write_output(request)
     apply = ApplyRequest(
         manager=apply_manager(request),
         api_version=autoscaling.API_VERSION,
         subresource=info.subresource,
         force=force(request.query),
     )
-    dry = dry_run(request.query, "PatchOptions")
-    validation = field_validation(request.query, "PatchOptions")
-    document, duplicates = await read_apply_patch(request, validation)
     codec = scope.codec
     fields = ScaleFields(
         replicas_paths(codec, declaration(scope.store)),
         codec.api_version(manager_version(scope.kind, scope.version)),
     )
+    write = WriteRequest.begin(request, scope, info, "PatchOptions", output=output, manager=fields)
+    validation = write.field_validation
+    document, duplicates = await read_apply_patch(request, validation)
     warnings: list[str] = []
 
     async def change(current: dict[str, Any]) -> dict[str, Any]:
@@ -73,5 +68,5 @@ async def apply_scale(request: web.Request, scope: ResourceScope, info: RequestI
         scale["metadata"]["managedFields"] = result.managed_fields
         return scale
 
-    result = await write_scale(request, scope, info, change, dry=dry, fields=fields)
-    return respond(request, result, warnings)
+    result = await write_scale(write, change, fields=fields)
+    return respond(request, result, [*warnings, *write.store.warnings])

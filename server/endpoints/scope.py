@@ -1,27 +1,20 @@
 """What a handler needs to serve one resource in one version, looked up from the request path.
 
 Built once at start for every installed (group, version, resource); handlers stay plain functions
-of (request, scope).
+of (request, scope). What one write request adds to it (options, user, admission) is write_request.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from apis.meta.errors import GroupKind, GroupResource
 from apis.meta.fields import custom_resource_label_error, default_label_error
-from apis.meta.user import UserInfo
 from apis.runtime.codec import Codec
-from apis.runtime.kinds import GroupInfo, HubObject, KindInfo
-from registry.generic.admission import Attributes, Operation
+from apis.runtime.kinds import GroupInfo, KindInfo
 from registry.generic.store import Store
 from registry.generic.strategy import Strategy
 from server.admission.chain import AdmissionChain
-from server.request_info import RequestInfo
-
-# A request's audit annotations and admission warnings (server/admission/sinks.py).
-AdmissionSinks = tuple[dict[str, str], list[str]]
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -75,38 +68,6 @@ class ResourceScope:
         if self.group.scheme_types is None:
             return custom_resource_label_error(label)
         return default_label_error(label)
-
-    def attributes(
-        self,
-        info: RequestInfo,
-        user: UserInfo,
-        operation: Operation,
-        obj: HubObject | None,
-        old: HubObject | None,
-        *,
-        dry_run: bool,
-        sinks: AdmissionSinks | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> Attributes:
-        annotations, warnings = sinks if sinks is not None else ({}, [])
-        return Attributes(
-            operation=operation,
-            group=self.group.group,
-            version=self.version,
-            resource=self.kind.resource,
-            subresource=info.subresource,
-            kind=self.kind.kind,
-            namespace=info.namespace,
-            name=(obj.metadata.get("name") if obj is not None else None) or info.name,
-            object=obj,
-            old_object=old,
-            user=user,
-            dry_run=dry_run,
-            codec=self.codec,
-            annotations=annotations,
-            warnings=warnings,
-            options=options,
-        )
 
 
 @dataclass(frozen=True)

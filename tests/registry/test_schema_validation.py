@@ -1,17 +1,19 @@
-"""The schema check after admission: what decoding validated is not validated again, a change is."""
+"""The registry's schema check after admission (registry/generic/validation.py): what decoding
+validated is not validated again, a change is."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
+from apis.meta.field import FieldError
 from apis.restaurant.install import GROUP, PIZZA_KIND
 from apis.runtime.codec import Codec
 from registry.generic.store import Store
+from registry.generic.validation import as_decoded, schema_errors
 from registry.restaurant.pizza import strategy as pizza
 from server.admission.chain import AdmissionChain
-from server.endpoints.decode import decode_write
-from server.endpoints.schema_check import SchemaCheck, as_decoded
+from server.endpoints.decode import Decoded, decode_write
 from server.endpoints.scope import ResourceScope
 
 SCOPE = ResourceScope(
@@ -21,6 +23,12 @@ SCOPE = ResourceScope(
     Store(Codec(GROUP.group, PIZZA_KIND), pizza.STRATEGY, None),  # type: ignore[arg-type]
     AdmissionChain(),
 )
+
+
+def check(decoded: Decoded) -> list[FieldError]:
+    """The schema and rule errors the Store finds in the decoded object, in the request's version."""
+    errs, _ = schema_errors(SCOPE.codec, SCOPE.version, decoded.hub, None, decoded)
+    return errs
 
 
 def body(quantity: int) -> dict[str, Any]:
@@ -35,14 +43,14 @@ def body(quantity: int) -> dict[str, Any]:
 def test_an_object_as_decoded_passes() -> None:
     decoded = decode_write(SCOPE, body(2), field_validation="Strict")
     decoded.hub.metadata["uid"] = "changed by preparation"
-    assert SchemaCheck(SCOPE, decoded)(decoded.hub, None) == []
+    assert check(decoded) == []
 
 
 def test_a_change_after_decoding_is_validated() -> None:
     decoded = decode_write(SCOPE, body(2), field_validation="Strict")
     hub: Any = decoded.hub
     hub.spec.toppings[0].quantity = 0  # as a mutating plugin might
-    [error] = SchemaCheck(SCOPE, decoded)(decoded.hub, None)
+    [error] = check(decoded)
     assert (error.field, error.detail) == (
         "spec.toppings[0].quantity",
         "spec.toppings[0].quantity in body should be greater than or equal to 1",
@@ -52,7 +60,7 @@ def test_a_change_after_decoding_is_validated() -> None:
 def test_an_invalid_request_keeps_its_errors() -> None:
     decoded = decode_write(SCOPE, body(0), field_validation="Strict")
     assert [e.field for e in decoded.errors] == ["spec.toppings[0].quantity"]
-    assert [e.field for e in SchemaCheck(SCOPE, decoded)(decoded.hub, None)] == ["spec.toppings[0].quantity"]
+    assert [e.field for e in check(decoded)] == ["spec.toppings[0].quantity"]
 
 
 SCHEMA = PIZZA_KIND.versions["v1beta1"].schema
