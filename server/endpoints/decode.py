@@ -5,11 +5,11 @@ URL's version → schema validation → conversion to the hub. The body must be 
 version: k8s.io/apiserver refuses another one, even another served version of the same group (its
 decoder converts only into the version the endpoint was installed for).
 
-A body that does not decode is a 400 in the words of kube's handler for the group's kind of types:
-apiextensions-apiserver's for custom-resource-style groups (the decoder's message as it is), and
-k8s.io/apiserver's typed handlers' for a group of scheme types (`GroupInfo.scheme_types`):
-`<Kind> in version "<v>" cannot be handled as a <Kind>: <message>` (handlers/rest.go
-transformDecodeError). Inside a patch either is kube's 422 on `patch` with the bare message.
+A body that does not decode is a 400 `<Kind> in version "<v>" cannot be handled as a <Kind>:
+<message>` (k8s.io/apiserver handlers/rest.go transformDecodeError), which custom resources get
+too: apiextensions-apiserver serves them through the same handlers, its new objects typed with the
+CRD's kind. Only a group of scheme types (`GroupInfo.scheme_types`) can fail to convert one kind into
+another. Inside a patch the message is kube's 422 on `patch`, bare.
 """
 
 from __future__ import annotations
@@ -38,9 +38,7 @@ class DecodingError(Exception):
         self.message, self.kind, self.version = message, kind, version
 
     def status(self, scope: ResourceScope) -> StatusError:
-        """The 400 kube's handler answers for this group's kind of types."""
-        if scope.group.scheme_types is None:
-            return errors.bad_request(self.message)
+        """The 400 kube's handlers answer, for custom resources as for scheme types."""
         return errors.bad_request(
             f"{self.kind} in version {go_quote(self.version)} cannot be handled as a {scope.kind.kind}: "
             + self.message
