@@ -9,10 +9,11 @@ handler then decodes through `decode`, runs mutating admission through `admit(ob
 Store `store` (registry/generic/options.WriteOptions: the version, dry run, field manager and this
 request's validating admission) and answers through `respond`.
 
-`RequestAdmission` is the request's one way into admission: CreateOptions for a create (and for an
-update or apply that creates), UpdateOptions for an update, a patch or a write to /scale,
-DeleteOptions for a delete; `dryRun` as the client sent it, and `fieldManager` for mutating plugins
-(and validating ones on /scale).
+`RequestAdmission` is the request's one way into admission. Its mutating and validating plugins see
+the same attributes and the same options object, as kube builds one admission.Attributes for both:
+CreateOptions for a create (and for an update or apply that creates), UpdateOptions for an update, a
+patch or a write to /scale, DeleteOptions for a delete; `fieldManager` and `dryRun` as the client
+sent them.
 """
 
 from __future__ import annotations
@@ -123,10 +124,7 @@ class RequestAdmission:
             return
         if old is None and self.info.verb != "create":
             await self._authorize_create()
-        attrs = self.attributes(Operation.CREATE if old is None else Operation.UPDATE, obj, old)
-        if self.info.subresource != "scale":  # /scale's validating plugins alone see fieldManager
-            attrs.options = {k: v for k, v in (attrs.options or {}).items() if k != "fieldManager"}
-        await chain.validate(attrs)
+        await chain.validate(self.attributes(Operation.CREATE if old is None else Operation.UPDATE, obj, old))
 
     async def _authorize_create(self) -> None:
         if self.authorizer is None:

@@ -140,6 +140,45 @@ async def test_a_mutation_that_breaks_the_schema_is_invalid(
     assert len(webhook.reviews) == 1
 
 
+async def test_validating_webhooks_see_the_options_mutating_ones_see(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """kube builds one admission.Attributes per write and hands its options to mutating and to
+    validating admission alike (handlers/create.go, update.go, patch.go): `fieldManager` included,
+    as CreateOptions for a create (an apply that creates too) and UpdateOptions for an update or a
+    patch."""
+    merge, apply = "application/merge-patch+json", "application/apply-patch+yaml"
+    labels = {"metadata": {"labels": {"hot": "yes"}}}
+    writes = [  # method, name, body, content type, query, expected status
+        ("POST", "", pizza("p"), "application/json", {"fieldManager": "chef"}, 201),
+        ("PUT", "p", None, "application/json", {"fieldManager": "waiter"}, 200),
+        ("PATCH", "p", labels, merge, {"fieldManager": "cook", "dryRun": "All"}, 200),
+        ("PATCH", "applied", pizza("applied"), apply, {"fieldManager": "baker"}, 201),
+    ]
+    async with running_webhook(tmp_path / "m") as mutating, running_webhook(tmp_path / "v") as checking:
+        plane = control_plane.objects
+        plane.mutating.put(configuration("m", hook("m.example.com", mutating.client_config())))
+        plane.validating.put(configuration("v", hook("v.example.com", checking.client_config())))
+        async with admission_server(tmp_path / "data", control_plane, *NO_TOPPINGS_CHECK) as server:
+            stored: Any = None
+            for method, name, body, content_type, params, expected in writes:
+                path = pizzas_path(name=name)
+                answer = await request(
+                    server, method, path, body or stored, params=params, content_type=content_type
+                )
+                assert answer[0] == expected, answer[1]
+                stored = answer[1]
+    seen = [(r["request"]["operation"], r["request"]["options"]) for r in checking.reviews]
+    assert seen == [(r["request"]["operation"], r["request"]["options"]) for r in mutating.reviews]
+    meta = "meta.k8s.io/v1"
+    assert seen == [
+        ("CREATE", {"kind": "CreateOptions", "apiVersion": meta, "fieldManager": "chef"}),
+        ("UPDATE", {"kind": "UpdateOptions", "apiVersion": meta, "fieldManager": "waiter"}),
+        ("UPDATE", {"kind": "UpdateOptions", "apiVersion": meta, "dryRun": ["All"], "fieldManager": "cook"}),
+        ("CREATE", {"kind": "CreateOptions", "apiVersion": meta, "fieldManager": "baker"}),
+    ]
+
+
 async def test_exact_match_policy_does_not_convert(control_plane: ControlPlane, tmp_path: Path) -> None:
     async with running_webhook(tmp_path / "hook", deny_with("v1alpha1 only")) as webhook:
         rules = [pizza_rule(versions=["v1alpha1"])]
