@@ -1,4 +1,4 @@
-"""Storage key layout, as kube and sample-apiserver key theirs (DESIGN.md):
+"""Storage key layout, as kube and sample-apiserver key theirs (docs/storage.md):
 
     <prefix>/<group>/<resource>/[<namespace>/]<name>
 
