@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from registry.generic.custom_subresources import long_running_subresources
 from server.admission.sinks import admission_warning_headers
 from server.config import Config
 from server.endpoints import published
@@ -20,6 +21,7 @@ from server.filters import build_chain
 from server.filters.audit import audit_response_prepare
 from server.filters.cache_control import cache_control
 from server.health import HealthCheck, HealthChecks
+from server.longrunning import with_subresources
 from server.metrics import Metrics
 from server.request_state import MIN_REQUEST_TIMEOUT
 from server.version import version_handler, version_info
@@ -48,6 +50,12 @@ async def _prepare_response(request: web.Request, response: web.StreamResponse) 
 def build_app(config: Config) -> web.Application:
     metrics = Metrics()
     security = config.security
+    # Streaming subresources the groups declare are long-running like watches (no 60 s timeout).
+    long_running = with_subresources(
+        name for i in config.installations for name in long_running_subresources(i.custom_subresources)
+    )
+    if config.audit is not None:
+        config.audit.long_running = long_running
     app = web.Application(
         middlewares=build_chain(
             authenticator=security.authentication.authenticator,
@@ -59,6 +67,7 @@ def build_app(config: Config) -> web.Application:
             max_mutating_requests_inflight=config.options.generic.max_mutating_requests_inflight,
             api_audiences=security.authentication.api_audiences,
             credential_headers=security.authentication.credential_headers,
+            long_running=long_running,
         ),
         client_max_size=4 * 1024 * 1024,
     )
@@ -79,7 +88,10 @@ def build_app(config: Config) -> web.Application:
     app[API_REGISTRY] = registry
     info = version_info()
     app[published.DOCUMENTS] = published.build_documents(
-        registry.groups, patch_types=PATCH_TYPES, version_info=info.to_dict()
+        registry.groups,
+        patch_types=PATCH_TYPES,
+        version_info=info.to_dict(),
+        custom=registry.custom_subresources,
     )
     health = HealthChecks(
         readiness=[HealthCheck("storage", config.storage.check), *admission.readiness_checks()]

@@ -3,10 +3,10 @@
 A port of kube's BasicLongRunningRequestCheck (k8s.io/apiserver pkg/server/filters/longrunning.go).
 A watch may rightly stay open for half an hour, so counting it against the in-flight limit or cutting
 it at --request-timeout would starve or break every informer. kube-apiserver's own set (verbs watch
-and proxy; subresources attach, exec, proxy, log, portforward) is the default here: the group served
-today has none of those subresources, and keeping kube's list means one added later behaves as in
-kube without anyone remembering this module. The generic server's narrower default (watch only) is
-available as GENERIC_LONG_RUNNING.
+and proxy; subresources attach, exec, proxy, log, portforward) is the default here, and the server
+adds the names of the streaming subresources its groups declare (a long-running Connecter, e.g.
+pizzas/oven: `with_subresources`), as an aggregated server's config passes its own LongRunningFunc.
+The generic server's narrower default (watch only) is available as GENERIC_LONG_RUNNING.
 """
 
 from __future__ import annotations
@@ -42,3 +42,13 @@ GENERIC_LONG_RUNNING: LongRunningCheck = basic_long_running_check({"watch"})
 DEFAULT_LONG_RUNNING: LongRunningCheck = basic_long_running_check(
     KUBE_APISERVER_LONG_RUNNING_VERBS, KUBE_APISERVER_LONG_RUNNING_SUBRESOURCES
 )
+
+
+def with_subresources(subresources: Iterable[str]) -> LongRunningCheck:
+    """kube-apiserver's check, with `subresources` (the groups' streaming ones) long-running too."""
+    extra = frozenset(subresources)
+    if not extra:
+        return DEFAULT_LONG_RUNNING
+    return basic_long_running_check(
+        KUBE_APISERVER_LONG_RUNNING_VERBS, KUBE_APISERVER_LONG_RUNNING_SUBRESOURCES | extra
+    )

@@ -1,4 +1,4 @@
-"""What installing an API group yields: its stores, subresource strategies and admission plugins.
+"""What installing an API group yields: its stores, subresources and admission plugins.
 
 A group's registry package (registry/<group>/install.py) returns one of these from the storage it is
 given; the server turns it into routes, discovery and OpenAPI without knowing anything else about it.
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from apis.runtime.kinds import GroupInfo
 from registry.generic.admission import MutatingPlugin, ValidatingPlugin
 from registry.generic.cache.feed import GroupFeed
+from registry.generic.custom_subresources import CustomSubresource
 from registry.generic.store import Store
 from registry.generic.strategy import Strategy
 
@@ -22,6 +23,8 @@ class GroupInstallation:
     stores: dict[str, Store]
     # Subresource strategies per resource, e.g. {"pizzas": {"status": ...}}.
     subresources: dict[str, dict[str, Strategy]] = field(default_factory=dict)
+    # Getters and connecters per resource, e.g. {"pizzas": {"bill": Bill(...)}} (custom_subresources.py).
+    custom_subresources: dict[str, dict[str, CustomSubresource]] = field(default_factory=dict)
     mutating: tuple[MutatingPlugin, ...] = ()
     validating: tuple[ValidatingPlugin, ...] = ()
 

@@ -14,6 +14,7 @@ from aiohttp import web
 from apis.meta import errors
 from apis.meta.errors import StatusError
 from server.endpoints.apply import apply_object
+from server.endpoints.custom_subresource import custom_handler
 from server.endpoints.delete import delete_collection, delete_object
 from server.endpoints.read import get_object, list_objects
 from server.endpoints.scale import get_scale, patch_scale, replace_scale
@@ -76,6 +77,11 @@ def _handler_for(scope: ResourceScope, info: RequestInfo) -> Handler:
     if info.subresource == "scale" and scope.kind.scale is not None:
         table = _SCALE
     elif info.subresource:
+        custom = scope.custom_subresources.get(info.subresource)
+        if custom is not None:
+            if namespaced and not info.namespace:
+                raise path_not_found()
+            return custom_handler(custom, scope, info)
         if info.subresource not in scope.subresources:
             raise path_not_found()
         table = _SUBRESOURCE

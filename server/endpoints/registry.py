@@ -40,6 +40,11 @@ def build_registry(
                     store=installation.stores[kind.resource],
                     admission=chain,
                     subresources=installation.subresources.get(kind.resource, {}),
+                    custom_subresources=installation.custom_subresources.get(kind.resource, {}),
                     warnings=version_warnings(group.group, kind, version),
                 )
-    return APIRegistry(groups=tuple(i.group for i in installations), scopes=scopes)
+    return APIRegistry(
+        groups=tuple(i.group for i in installations),
+        scopes=scopes,
+        custom_subresources={i.group.group: i.custom_subresources for i in installations},
+    )

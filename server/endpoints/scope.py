@@ -6,12 +6,14 @@ of (request, scope). What one write request adds to it (options, user, admission
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from apis.meta.errors import GroupKind, GroupResource
 from apis.meta.fields import custom_resource_label_error, default_label_error
 from apis.runtime.codec import Codec
 from apis.runtime.kinds import GroupInfo, KindInfo
+from registry.generic.custom_subresources import CustomSubresource, CustomSubresources
 from registry.generic.store import Store
 from registry.generic.strategy import Strategy
 from server.admission.chain import AdmissionChain
@@ -34,6 +36,8 @@ class ResourceScope:
     admission: AdmissionChain
     # Strategies of subresources served for this kind, by name ("status").
     subresources: dict[str, Strategy] = field(default_factory=dict)
+    # The group's getters and connecters for this kind, by name ("bill").
+    custom_subresources: Mapping[str, CustomSubresource] = field(default_factory=dict)
     patch_types: tuple[str, ...] = PATCH_TYPES
     # Warnings every response of this version carries (kube's deprecation warning), see deprecation.py.
     warnings: tuple[str, ...] = ()
@@ -76,6 +80,8 @@ class APIRegistry:
 
     groups: tuple[GroupInfo, ...]
     scopes: dict[tuple[str, str, str], ResourceScope]
+    # Each group's custom subresources (by group name), for discovery and OpenAPI.
+    custom_subresources: Mapping[str, CustomSubresources] = field(default_factory=dict)
 
     def lookup(self, group: str, version: str, resource: str) -> ResourceScope | None:
         return self.scopes.get((group, version, resource))

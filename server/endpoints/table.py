@@ -13,15 +13,22 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from apis.meta import errors
-from apis.runtime.kinds import Column, KindInfo
+from apis.runtime.kinds import Column
 from server.endpoints.openapi.meta import CREATION_TIMESTAMP_DESCRIPTION, OBJECT_META_NAME_DESCRIPTION
 
 META_GROUP = "meta.k8s.io"
 TABLE_VERSIONS = ("v1", "v1beta1")
 INCLUDE_OBJECT = ("None", "Metadata", "Object")
+
+
+class Columned(Protocol):
+    """What a Table is made from: a kind's columns, or a custom subresource's (None: kube's default)."""
+
+    @property
+    def columns(self) -> tuple[Column, ...] | None: ...
 
 
 def _meta_api_version(version: str) -> str:
@@ -117,7 +124,7 @@ def cell_value(column: Column, value: Any, now: datetime) -> Any:
     return None
 
 
-def column_definitions(kind: KindInfo) -> list[dict[str, Any]]:
+def column_definitions(kind: Columned) -> list[dict[str, Any]]:
     """Name first (as every kube convertor does), the kind's own columns, then Age; or, for a kind
     without columns, rest.DefaultTableConvertor's Name and Created At."""
 
@@ -164,7 +171,7 @@ def partial_object_metadata_list(
 
 
 def table(
-    kind: KindInfo,
+    kind: Columned,
     objects: Sequence[tuple[Any, dict[str, Any]]],
     *,
     include_object: str = "Metadata",

@@ -25,6 +25,7 @@ from server.filters.metrics import metrics as observe_metrics
 from server.filters.recovery import recovery
 from server.filters.request_info import request_info, request_info_of
 from server.filters.timeout import timeout
+from server.longrunning import DEFAULT_LONG_RUNNING, LongRunningCheck
 from server.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -45,11 +46,13 @@ def build_chain(
     max_mutating_requests_inflight: int = 200,
     api_audiences: Sequence[str] = (),
     credential_headers: Callable[[], Sequence[RequestHeaderNames]] = lambda: (STANDARD_NAMES,),
+    long_running: LongRunningCheck = DEFAULT_LONG_RUNNING,
 ) -> list[Middleware]:
     """The middlewares for `web.Application(middlewares=...)`, outermost first.
 
     `audit` None still sends an Audit-ID on every response (kube does), but records nothing.
     `credential_headers`: the front-proxy header names stripped from authenticated requests.
+    `long_running`: which requests the timeout and the in-flight limit leave alone (server/longrunning.py).
     """
     return [
         # Audit-ID on every response (an incoming one is honoured); outermost so errors carry it too.
@@ -62,7 +65,7 @@ def build_chain(
         # instrumented handlers (kube takes the received timestamp about here, too).
         observe_metrics(metrics),
         # kube's WithTimeoutForNonLongRunningRequests: 504 for slow non-watch requests.
-        timeout(request_timeout),
+        timeout(request_timeout, long_running=long_running),
         # kube's WithFailedAuthenticationAudit: a 401 is audited (as the anonymous caller it was).
         *([audit.failed_authentication_middleware()] if audit else []),
         # request["user"], or 401; credentials (Authorization, X-Remote-*) stripped from the request.
@@ -73,7 +76,12 @@ def build_chain(
         #   the impersonated user, request["impersonated_by"] the caller.
         impersonation(authorizer),
         # kube's WithMaxInFlightLimit (429 + Retry-After); after impersonation so it sees the effective user.
-        max_in_flight(max_requests_inflight, max_mutating_requests_inflight, registry=metrics.registry),
+        max_in_flight(
+            max_requests_inflight,
+            max_mutating_requests_inflight,
+            registry=metrics.registry,
+            long_running=long_running,
+        ),
         # 403 unless the authorizer allows the request.
         authorization(authorizer),
     ]
