@@ -11,11 +11,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from apis.runtime.kinds import GroupInfo, KindInfo
+from registry.generic.custom_subresources import CustomSubresources
+
+NO_CUSTOM: CustomSubresources = {}
 
 # What every kind serves (sorted as the installer sorts them) and what the status subresource serves.
 RESOURCE_VERBS: tuple[str, ...] = (
@@ -88,7 +91,23 @@ def _kinds_in(group: GroupInfo, version: str) -> list[KindInfo]:
     return sorted((k for k in group.kinds if version in k.versions), key=lambda k: k.resource)
 
 
-def api_resource_list(group: GroupInfo, version: str) -> dict[str, Any]:
+def _subresources(
+    kind: KindInfo, group: str, version: str, custom: CustomSubresources
+) -> list[tuple[str, str, str, str, list[str]]]:
+    """(name, group, version, kind, verbs) of every subresource of `kind`, sorted by name as the
+    installer registers paths: the kind's own (status, scale) and the group's getters and connecters."""
+    subs = [
+        (sub, *kind.subresource_kind(group, version, sub), list(SUBRESOURCE_VERBS))
+        for sub in kind.subresources
+    ]
+    for name, sub in custom.get(kind.resource, {}).items():
+        subs.append((name, group, version, sub.kind, sorted(sub.verbs)))
+    return sorted(subs)
+
+
+def api_resource_list(
+    group: GroupInfo, version: str, custom: CustomSubresources = NO_CUSTOM
+) -> dict[str, Any]:
     """APIResourceList for /apis/{g}/{v} (the document kube-aggregator's availability probe fetches)."""
     resources: list[dict[str, Any]] = []
     for kind in _kinds_in(group, version):
@@ -105,10 +124,9 @@ def api_resource_list(group: GroupInfo, version: str) -> dict[str, Any]:
             entry["categories"] = list(kind.categories)
         entry["storageVersionHash"] = storage_version_hash(group.group, kind.storage_version, kind.kind)
         resources.append(entry)
-        for sub in sorted(kind.subresources):
+        for sub, sub_group, sub_version, sub_kind, verbs in _subresources(kind, group.group, version, custom):
             # Subresource storage has no singular name and no storage version of its own; one that
             # speaks another kind (/scale: autoscaling/v1 Scale) names its group and version.
-            sub_group, sub_version, sub_kind = kind.subresource_kind(group.group, version, sub)
             sub_entry: dict[str, Any] = {
                 "name": f"{kind.resource}/{sub}",
                 "singularName": "",
@@ -117,7 +135,7 @@ def api_resource_list(group: GroupInfo, version: str) -> dict[str, Any]:
             if (sub_group, sub_version) != (group.group, version):
                 sub_entry["group"], sub_entry["version"] = sub_group, sub_version
             sub_entry["kind"] = sub_kind
-            sub_entry["verbs"] = list(SUBRESOURCE_VERBS)
+            sub_entry["verbs"] = verbs
             resources.append(sub_entry)
     return {
         "kind": "APIResourceList",
@@ -131,7 +149,9 @@ def _response_kind(group: str, version: str, kind: str) -> dict[str, str]:
     return {"group": group, "version": version, "kind": kind}
 
 
-def _resource_discovery(group: GroupInfo, version: str, kind: KindInfo) -> dict[str, Any]:
+def _resource_discovery(
+    group: GroupInfo, version: str, kind: KindInfo, custom: CustomSubresources
+) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "resource": kind.resource,
         "responseKind": _response_kind(group.group, version, kind.kind),
@@ -143,19 +163,22 @@ def _resource_discovery(group: GroupInfo, version: str, kind: KindInfo) -> dict[
         entry["shortNames"] = list(kind.short_names)
     if kind.categories:
         entry["categories"] = list(kind.categories)
-    if kind.subresources:
+    subresources = _subresources(kind, group.group, version, custom)
+    if subresources:
         entry["subresources"] = [
             {
                 "subresource": sub,
-                "responseKind": _response_kind(*kind.subresource_kind(group.group, version, sub)),
-                "verbs": list(SUBRESOURCE_VERBS),
+                "responseKind": _response_kind(sub_group, sub_version, sub_kind),
+                "verbs": verbs,
             }
-            for sub in sorted(kind.subresources)
+            for sub, sub_group, sub_version, sub_kind, verbs in subresources
         ]
     return entry
 
 
-def aggregated_discovery(groups: Iterable[GroupInfo], api_version: str) -> dict[str, Any]:
+def aggregated_discovery(
+    groups: Iterable[GroupInfo], api_version: str, custom: Mapping[str, CustomSubresources] | None = None
+) -> dict[str, Any]:
     """APIGroupDiscoveryList (apidiscovery.k8s.io/v2 or v2beta1; both have the same shape).
 
     Groups of equal priority are ordered by name (aggregated/handler.go); versions keep the group's
@@ -168,7 +191,10 @@ def aggregated_discovery(groups: Iterable[GroupInfo], api_version: str) -> dict[
         versions = [
             {
                 "version": version,
-                "resources": [_resource_discovery(group, version, k) for k in _kinds_in(group, version)],
+                "resources": [
+                    _resource_discovery(group, version, k, (custom or {}).get(group.group, NO_CUSTOM))
+                    for k in _kinds_in(group, version)
+                ],
                 "freshness": "Current",
             }
             for version in group.versions

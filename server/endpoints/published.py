@@ -8,12 +8,14 @@ content type: kube-aggregator trusts the content type, and a mismatch breaks dis
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import orjson
 from aiohttp import web
 
 from apis.runtime.kinds import GroupInfo
+from registry.generic.custom_subresources import CustomSubresources
 from server.endpoints import discovery
 from server.endpoints.dispatch import path_not_found
 from server.endpoints.openapi import encode_document, openapi_v2, openapi_v3_group_version, openapi_v3_index
@@ -34,25 +36,41 @@ class PublishedDocuments:
 
 
 def build_documents(
-    groups: tuple[GroupInfo, ...], *, patch_types: tuple[str, ...], version_info: dict
+    groups: tuple[GroupInfo, ...],
+    *,
+    patch_types: tuple[str, ...],
+    version_info: dict,
+    custom: Mapping[str, CustomSubresources] | None = None,
 ) -> PublishedDocuments:
+    """`custom`: each group's custom subresources (by group name), listed and described with its kinds."""
+    custom = custom or {}
     return PublishedDocuments(
         group_list=orjson.dumps(discovery.api_group_list(groups)),
         aggregated={
-            v: orjson.dumps(discovery.aggregated_discovery(groups, f"apidiscovery.k8s.io/{v}"))
+            v: orjson.dumps(discovery.aggregated_discovery(groups, f"apidiscovery.k8s.io/{v}", custom))
             for v in ("v2", "v2beta1")
         },
         groups={g.group: orjson.dumps(discovery.api_group(g)) for g in groups},
         resource_lists={
-            (g.group, v): orjson.dumps(discovery.api_resource_list(g, v)) for g in groups for v in g.versions
+            (g.group, v): orjson.dumps(discovery.api_resource_list(g, v, custom.get(g.group, {})))
+            for g in groups
+            for v in g.versions
         },
         openapi_v2=ServedDocument(
-            orjson.dumps(openapi_v2(groups, patch_types=patch_types, version_info=version_info)), encode_v2
+            orjson.dumps(
+                openapi_v2(groups, patch_types=patch_types, version_info=version_info, custom=custom)
+            ),
+            encode_v2,
         ),
-        openapi_v3_index=ServedDocument(orjson.dumps(openapi_v3_index(groups, patch_types=patch_types))),
+        openapi_v3_index=ServedDocument(
+            orjson.dumps(openapi_v3_index(groups, patch_types=patch_types, custom=custom))
+        ),
         openapi_v3={
             (g.group, v): ServedDocument(
-                encode_document(openapi_v3_group_version(g, v, patch_types=patch_types)), encode_v3
+                encode_document(
+                    openapi_v3_group_version(g, v, patch_types=patch_types, custom=custom.get(g.group))
+                ),
+                encode_v3,
             )
             for g in groups
             for v in g.versions

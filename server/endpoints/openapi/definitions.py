@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from apis.runtime.kinds import GroupInfo
+from registry.generic.custom_subresources import CustomSubresources, Getter
 from server.endpoints.openapi import autoscaling, meta
 from server.endpoints.openapi.operations import definition_name
 
@@ -18,9 +19,10 @@ DEFAULT_TITLE = "Generic API Server"
 
 
 def kind_definitions(
-    group: GroupInfo, version: str, published: Any, meta_ref: str
+    group: GroupInfo, version: str, published: Any, meta_ref: str, custom: CustomSubresources | None = None
 ) -> dict[str, dict[str, Any]]:
-    """The <Kind> and <Kind>List definitions of one group version, tagged with their GVK.
+    """The <Kind> and <Kind>List definitions of one group version, tagged with their GVK, and the kinds
+    the group's getters answer (`custom`: a Bill has no storage, but clients still read its schema).
 
     `published(schema, meta_ref)` is the per-kind publisher for the OpenAPI version at hand, so v2 and
     v3 share the naming and tagging and differ only in how a schema is written.
@@ -38,4 +40,8 @@ def kind_definitions(
         )
         if kind.scale is not None:
             out.update(autoscaling.definitions())
+        for sub in (custom or {}).get(kind.resource, {}).values():
+            if isinstance(sub, Getter):
+                gvk = {"group": group.group, "version": version, "kind": sub.kind}
+                out[definition_name(group.group, version, sub.kind)] = published(sub.schema, meta_ref, gvk)
     return out

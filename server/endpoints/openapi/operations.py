@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from apis.runtime.kinds import GroupInfo, KindInfo
+from registry.generic.custom_subresources import Connecter, CustomSubresource, CustomSubresources, Getter
 from server.endpoints.openapi import autoscaling, meta
 from server.endpoints.openapi import params as opts
 from server.endpoints.openapi.params import Param
@@ -29,7 +30,8 @@ PRODUCES_STREAM: tuple[str, ...] = (JSON, YAML, JSON_WATCH)
 class Response:
     code: int
     description: str
-    schema: str | None  # definition name; None for a response without a body
+    schema: str | None  # definition name; None for a response without a body (or an inline type)
+    type: str = ""  # an inline schema type instead (a connecter's stream: "string")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +119,10 @@ class _Route:
     path_params: tuple[Param, ...]
     subresource: str = ""
     all_namespaces: bool = False
+    custom: CustomSubresource | None = None
 
 
-def _routes(prefix: str, kind: KindInfo) -> list[_Route]:
+def _routes(prefix: str, kind: KindInfo, custom: CustomSubresources) -> list[_Route]:
     name = Param("name", "path", "string", f"name of the {kind.kind}")
     scope_params: tuple[Param, ...]
     if kind.namespaced:
@@ -144,18 +147,58 @@ def _routes(prefix: str, kind: KindInfo) -> list[_Route]:
     for sub in sorted(kind.subresources):
         path = f"{prefix}/{item}/{sub}"
         routes += [_Route(verb, path, item_params, subresource=sub) for verb in ("GET", "PUT", "PATCH")]
+    for sub, impl in sorted(custom.get(kind.resource, {}).items()):
+        path = f"{prefix}/{item}/{sub}"
+        verbs = ("GET",) if isinstance(impl, Getter) else tuple(f"CONNECT_{v.upper()}" for v in impl.verbs)
+        routes += [_Route(verb, path, item_params, subresource=sub, custom=impl) for verb in verbs]
     return routes
+
+
+_CONNECT_METHODS = {"get": "GET", "create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE"}
+
+
+def _connect_operation(
+    route: _Route, group: str, version: str, kind: KindInfo, connecter: Connecter
+) -> Operation:
+    """A connecter's route as the installer documents it: `connect<Method>...`, any media type, a string
+    answer, the connect options as query parameters (and no `pretty`)."""
+    method = _CONNECT_METHODS[route.verb.removeprefix("CONNECT_").lower()]
+    namespaced = "Namespaced" if kind.namespaced else ""
+    sub = route.subresource
+    op_id, tag = operation_id_and_tag(
+        f"connect{method.title()}{namespaced}{kind.kind}{sub.title()}", group, version
+    )
+    params = tuple(opts.Param(p.name, "query", p.type, p.description) for p in connecter.parameters)
+    return Operation(
+        method=method.lower(),
+        operation_id=op_id,
+        tag=tag,
+        description=f"connect {method} requests to {sub} of {kind.kind}",
+        action="connect",
+        gvk=(group, version, connecter.kind),
+        params=(*params, *route.path_params),
+        body=None,
+        body_required=False,
+        consumes=("*/*",),
+        produces=("*/*",),
+        responses=(Response(200, "OK", None, type="string"), _UNAUTHORIZED),
+    )
 
 
 def _operation(
     route: _Route, group: str, version: str, kind: KindInfo, patch_types: tuple[str, ...]
 ) -> Operation:
+    if isinstance(route.custom, Connecter):
+        return _connect_operation(route, group, version, kind, route.custom)
     k, sub = kind.kind, route.subresource
     namespaced = "Namespaced" if kind.namespaced and not route.all_namespaces else ""
     suffix = "ForAllNamespaces" if route.all_namespaces else ""
     obj, obj_list = definition_name(group, version, k), definition_name(group, version, kind.list_kind)
     gvk = kind.subresource_kind(group, version, sub)
-    if gvk != (group, version, k):  # /scale reads and writes autoscaling/v1 Scale
+    if route.custom is not None:  # a getter answers its own kind
+        gvk = (group, version, route.custom.kind)
+        obj = definition_name(*gvk)
+    elif gvk != (group, version, k):  # /scale reads and writes autoscaling/v1 Scale
         obj = autoscaling.SCALE
     ok, created = Response(200, "OK", obj), Response(201, "Created", obj)
     body_types: tuple[str, ...] = BODY_TYPES
@@ -255,14 +298,17 @@ def _sorted(params: list[Param]) -> tuple[Param, ...]:
     return tuple(sorted(params, key=lambda p: (p.name, p.location)))
 
 
-def group_version_paths(group: GroupInfo, version: str, patch_types: tuple[str, ...]) -> list[PathItem]:
-    """Every path of one group version, sorted, with kube-openapi's common-parameter lifting."""
+def group_version_paths(
+    group: GroupInfo, version: str, patch_types: tuple[str, ...], custom: CustomSubresources | None = None
+) -> list[PathItem]:
+    """Every path of one group version, sorted, with kube-openapi's common-parameter lifting;
+    `custom` adds the group's getters and connecters."""
     prefix = f"/apis/{group.group}/{version}"
     by_path: dict[str, list[Operation]] = {}
     for kind in sorted(group.kinds, key=lambda k: k.resource):
         if version not in kind.versions:
             continue
-        for route in _routes(prefix, kind):
+        for route in _routes(prefix, kind, custom or {}):
             by_path.setdefault(route.path, []).append(
                 _operation(route, group.group, version, kind, patch_types)
             )

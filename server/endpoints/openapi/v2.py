@@ -16,6 +16,7 @@ import orjson
 
 from apis.runtime.kinds import GroupInfo
 from apis.schema.openapi import published_v2
+from registry.generic.custom_subresources import CustomSubresources
 from server.endpoints.openapi import meta
 from server.endpoints.openapi.definitions import DEFAULT_TITLE, kind_definitions
 from server.endpoints.openapi.operations import Operation, Param, group_version_paths
@@ -41,6 +42,8 @@ def _operation(op: Operation) -> dict[str, Any]:
         responses[str(r.code)] = {"description": r.description}
         if r.schema is not None:
             responses[str(r.code)]["schema"] = meta.ref(r.schema)
+        elif r.type:
+            responses[str(r.code)]["schema"] = {"type": r.type}
     out: dict[str, Any] = {
         "description": op.description,
         "consumes": list(op.consumes),
@@ -87,20 +90,25 @@ def openapi_v2(
     patch_types: tuple[str, ...],
     version_info: Mapping[str, Any] | None = None,
     title: str = DEFAULT_TITLE,
+    custom: Mapping[str, CustomSubresources] | None = None,
 ) -> dict[str, Any]:
-    """The Swagger 2.0 document; `version_info` is the /version document (its gitVersion is info.version)."""
+    """The Swagger 2.0 document; `version_info` is the /version document (its gitVersion is info.version);
+    `custom` the groups' custom subresources by group name."""
     groups = list(groups)
+    custom = custom or {}
     paths: dict[str, Any] = {}
     definitions: dict[str, Any] = {}
     object_meta_ref = meta.V2_PREFIX + meta.OBJECT_META
     for group in groups:
         for version in group.versions:
-            for item in group_version_paths(group, version, patch_types):
+            for item in group_version_paths(group, version, patch_types, custom.get(group.group)):
                 rendered: dict[str, Any] = {op.method: _operation(op) for op in item.operations}
                 if item.common:
                     rendered["parameters"] = [_param(p) for p in item.common]
                 paths[item.path] = rendered
-            definitions.update(kind_definitions(group, version, published_v2, object_meta_ref))
+            definitions.update(
+                kind_definitions(group, version, published_v2, object_meta_ref, custom.get(group.group))
+            )
     definitions.update(meta.meta_definitions([(g.group, v) for g in groups for v in g.versions]))
     parameters = _share_parameters(paths)
     info = {"title": title, "version": str((version_info or {}).get("gitVersion") or "unversioned")}

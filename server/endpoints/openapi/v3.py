@@ -8,13 +8,14 @@ operation's own parameters (cli-runtime query_param_verifier_v3.go), so paramete
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
 
 from apis.runtime.kinds import GroupInfo
 from apis.schema.openapi import published_v3
+from registry.generic.custom_subresources import CustomSubresources
 from server.endpoints.openapi import meta
 from server.endpoints.openapi.definitions import DEFAULT_TITLE, kind_definitions
 from server.endpoints.openapi.operations import Operation, Param, group_version_paths
@@ -66,6 +67,8 @@ def _operation(op: Operation) -> dict[str, Any]:
         response: dict[str, Any] = {"description": r.description}
         if r.schema is not None:
             response["content"] = {t: {"schema": _ref(r.schema)} for t in op.produces}
+        elif r.type:
+            response["content"] = {t: {"schema": {"type": r.type}} for t in op.produces}
         responses[str(r.code)] = response
     out["responses"] = responses
     out["x-kubernetes-action"] = op.action
@@ -74,13 +77,19 @@ def _operation(op: Operation) -> dict[str, Any]:
 
 
 def openapi_v3_group_version(
-    group: GroupInfo, version: str, *, patch_types: tuple[str, ...], title: str = DEFAULT_TITLE
+    group: GroupInfo,
+    version: str,
+    *,
+    patch_types: tuple[str, ...],
+    title: str = DEFAULT_TITLE,
+    custom: CustomSubresources | None = None,
 ) -> dict[str, Any]:
-    """The OpenAPI 3.0 document served at /openapi/v3/apis/{group}/{version}."""
+    """The OpenAPI 3.0 document served at /openapi/v3/apis/{group}/{version}; `custom` is the group's
+    custom subresources."""
     if version not in group.versions:
         raise ValueError(f"{group.group} does not serve {version}")
     paths: dict[str, Any] = {}
-    for item in group_version_paths(group, version, patch_types):
+    for item in group_version_paths(group, version, patch_types, custom):
         rendered: dict[str, Any] = {op.method: _operation(op) for op in item.operations}
         if item.common:
             rendered["parameters"] = [_param(p) for p in item.common]
@@ -91,7 +100,8 @@ def openapi_v3_group_version(
     }
     # The kinds come from the v3 publisher; to_v3 leaves v3-form schemas as they are and rewrites the
     # v2-form list schemas.
-    for name, schema in kind_definitions(group, version, published_v3, V3_PREFIX + meta.OBJECT_META).items():
+    definitions = kind_definitions(group, version, published_v3, V3_PREFIX + meta.OBJECT_META, custom)
+    for name, schema in definitions.items():
         schemas[name] = to_v3(schema)
     return {
         "openapi": "3.0.0",
@@ -113,13 +123,19 @@ def document_hash(doc: dict[str, Any]) -> str:
 
 
 def openapi_v3_index(
-    groups: Iterable[GroupInfo], *, patch_types: tuple[str, ...], title: str = DEFAULT_TITLE
+    groups: Iterable[GroupInfo],
+    *,
+    patch_types: tuple[str, ...],
+    title: str = DEFAULT_TITLE,
+    custom: Mapping[str, CustomSubresources] | None = None,
 ) -> dict[str, Any]:
     """The /openapi/v3 discovery document: {"paths": {"apis/g/v": {"serverRelativeURL": ...}}}."""
     paths: dict[str, Any] = {}
     for group in groups:
         for version in group.versions:
-            doc = openapi_v3_group_version(group, version, patch_types=patch_types, title=title)
+            doc = openapi_v3_group_version(
+                group, version, patch_types=patch_types, title=title, custom=(custom or {}).get(group.group)
+            )
             gv = f"apis/{group.group}/{version}"
             paths[gv] = {"serverRelativeURL": f"/openapi/v3/{gv}?hash={document_hash(doc)}"}
     return {"paths": dict(sorted(paths.items()))}
