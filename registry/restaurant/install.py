@@ -1,4 +1,5 @@
-"""Installs the restaurant group: one Store per kind, the /status strategy, the PizzaToppings plugin."""
+"""Installs the restaurant group: one Store per kind, the /status strategy, the pizzas' bill (a getter)
+and oven (a streaming connecter), the PizzaToppings plugin."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from registry.generic.installation import GroupInstallation
 from registry.generic.store import Store
 from registry.restaurant.pizza import strategy as pizza
 from registry.restaurant.pizza.admission import PizzaToppings
+from registry.restaurant.pizza.bill import Bill
+from registry.restaurant.pizza.oven import Oven
 from registry.restaurant.topping import strategy as topping
 from storage.interface import Interface
 
@@ -19,5 +22,6 @@ def install(storage: Interface) -> GroupInstallation:
         group=GROUP,
         stores={TOPPING_KIND.resource: toppings, PIZZA_KIND.resource: pizzas},
         subresources={PIZZA_KIND.resource: {"status": pizza.STATUS_STRATEGY}},
+        custom_subresources={PIZZA_KIND.resource: {"bill": Bill(pizzas, toppings), "oven": Oven(pizzas)}},
         validating=(PizzaToppings(toppings),),
     )
