@@ -1,7 +1,7 @@
 """GET pizzas/{name}/oven: the pizza's baking log as text, followed live on request (a rest.Connecter).
 
-The log is read from the storage history of the pizza's key: a watch from the revision it was created
-at replays every version since (etcd keeps history until compaction, the embedded store its last
+The log is read from the storage history of the pizza's key: a watch (of its namespace's pizzas,
+as storage watches directories) from the revision it was created at replays every version since (etcd keeps history until compaction, the embedded store its last
 `history_limit` revisions), and baking_log.py compares consecutive versions. Nothing is kept in memory
 between requests, so every worker and server tells the same log, also after a restart. When the start
 of the history is compacted, the log starts at the oldest state still retained and says so first.
@@ -48,12 +48,14 @@ class Oven(Connecter):
             current = await self.pizzas.storage.get(key)
         except st.StorageError as e:
             raise interpret(e, self.pizzas.resource, request.name) from e
-        return self._log(key, current, options)
+        return self._log(self.pizzas.prefix(request.namespace), key, current, options)
 
-    async def _log(self, key: str, current: st.KeyValue, options: OvenOptions) -> AsyncGenerator[bytes, None]:
+    async def _log(
+        self, directory: str, key: str, current: st.KeyValue, options: OvenOptions
+    ) -> AsyncGenerator[bytes, None]:
         since = options.since(datetime.now(UTC))
         backlog: list[LogLine] | None = []
-        async for line in self._lines(key, current, options.follow):
+        async for line in self._lines(directory, key, current, options.follow):
             if line is None:  # caught up with the version current at the request: the history is told
                 for old in _tail(backlog or [], options.tail_lines):
                     yield old.render(options.timestamps)
@@ -66,18 +68,19 @@ class Oven(Connecter):
                 yield line.render(options.timestamps)
 
     async def _lines(
-        self, key: str, current: st.KeyValue, follow: bool
+        self, directory: str, key: str, current: st.KeyValue, follow: bool
     ) -> AsyncGenerator[LogLine | None, None]:
         """The lines in order, None once the version `current` has been told. Without `follow` that is
-        the end; with it, lines go on until the pizza is deleted."""
+        the end; with it, lines go on until the pizza is deleted. Storage watches directories, so this
+        watches the namespace's pizzas and keeps the events of `key`."""
         after = current.create_revision - 1
         state: BakingState | None = None
         for _ in range(RESUME_ATTEMPTS):
-            stream = self.pizzas.storage.watch(key, after)
+            stream = self.pizzas.storage.watch(directory, after)
             try:
                 async for event in stream:
-                    if event.key != key or event.type == st.EventType.PROGRESS:
-                        continue  # a longer name under the same prefix, or a progress notice
+                    if event.key != key:
+                        continue  # another pizza, or a progress notice
                     if event.type == st.EventType.DELETED:
                         return
                     pizza = self._decode(event.value, event.revision)
