@@ -72,9 +72,17 @@ async def test_apis_aggregated(api, accept: str, version: str) -> None:
         assert pizzas["scope"] == "Namespaced" and toppings["scope"] == "Cluster"
         assert pizzas["responseKind"] == {"group": GROUP, "version": v["version"], "kind": "Pizza"}
         assert pizzas["verbs"] == VERBS
-        assert [s["subresource"] for s in pizzas["subresources"]] == ["scale", "status"]
-        assert all(s["verbs"] == ["get", "patch", "update"] for s in pizzas["subresources"])
-        assert pizzas["subresources"][0]["responseKind"] == {
+        # The group's custom subresources (a getter and a connecter) sort in with status and scale.
+        subresources = {s["subresource"]: s for s in pizzas["subresources"]}
+        assert list(subresources) == ["bill", "oven", "scale", "status"]
+        assert subresources["bill"] == {
+            "subresource": "bill",
+            "responseKind": {"group": GROUP, "version": v["version"], "kind": "Bill"},
+            "verbs": ["get"],
+        }
+        assert subresources["oven"]["verbs"] == ["get"]
+        assert all(subresources[s]["verbs"] == ["get", "patch", "update"] for s in ("scale", "status"))
+        assert subresources["scale"]["responseKind"] == {
             "group": "autoscaling",
             "version": "v1",
             "kind": "Scale",
@@ -106,7 +114,23 @@ async def test_api_resource_list(api, version: str) -> None:
         f"{GROUP}/{version}",
     )
     by_name = {res["name"]: res for res in body["resources"]}
-    assert set(by_name) == {"pizzas", "pizzas/scale", "pizzas/status", "toppings"}
+    assert list(by_name) == [
+        "pizzas",
+        "pizzas/bill",
+        "pizzas/oven",
+        "pizzas/scale",
+        "pizzas/status",
+        "toppings",
+    ]
+    assert by_name["pizzas/bill"] == {
+        "name": "pizzas/bill",
+        "singularName": "",
+        "namespaced": True,
+        "kind": "Bill",
+        "verbs": ["get"],
+    }
+    # A connecter's kind is its options' (pods/exec: PodExecOptions).
+    assert (by_name["pizzas/oven"]["kind"], by_name["pizzas/oven"]["verbs"]) == ("PizzaOvenOptions", ["get"])
     assert by_name["pizzas"]["namespaced"] is True
     assert by_name["pizzas"]["kind"] == "Pizza"
     assert by_name["pizzas"]["singularName"] == "pizza"
