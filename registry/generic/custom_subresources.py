@@ -5,7 +5,7 @@ instance of a subclass in its GroupInstallation (`custom_subresources={"pizzas":
 the server routes, authorizes (`pizzas/bill` is a resource of its own for RBAC), audits, meters and
 publishes it (discovery, OpenAPI) from the class attributes alone, so the class only computes answers.
 
-Both kinds know nothing of HTTP: a Getter returns an object, a Connecter an async iterator of bytes,
+Both kinds know nothing of HTTP: a Getter returns an object, a Connecter an async generator of bytes,
 which the server writes as a chunked response or, on a WebSocket upgrade, as kube's channel protocol
 (server/endpoints/custom_subresource.py). That is why one `oven` serves `curl`, `kubectl get --raw` and
 a WebSocket client alike.
@@ -67,9 +67,9 @@ class Connecter:
     """kube's rest.Connecter answering GET with a stream (what pods/log and pods/exec are).
 
     `connect` validates the query and checks the parent exists *before* returning (its StatusErrors
-    become 4xx answers), then the server writes what the iterator yields: chunked `content_type`, or
-    channel 1 of a `v5.channel.k8s.io` WebSocket. The server stops iterating (`aclose`) when the client
-    leaves, so a `finally` in the iterator is where storage watches are closed. `kind` is the connect
+    become 4xx answers), then the server writes what the generator yields: chunked `content_type`, or
+    channel 1 of a `v5.channel.k8s.io` WebSocket. The server closes the generator when the client
+    leaves, so a `finally` in it is where storage watches are closed. `kind` is the connect
     options' kind (pods/exec: PodExecOptions), which discovery lists; `parameters` are those options.
     A long-running connecter is exempt from the request timeout and the in-flight limit, as watches are.
     """

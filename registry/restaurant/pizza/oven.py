@@ -1,8 +1,9 @@
 """GET pizzas/{name}/oven: the pizza's baking log as text, followed live on request (a rest.Connecter).
 
-The log is read from the storage history of the pizza's key: a watch (of its namespace's pizzas,
-as storage watches directories) from the revision it was created at replays every version since (etcd keeps history until compaction, the embedded store its last
-`history_limit` revisions), and baking_log.py compares consecutive versions. Nothing is kept in memory
+The log is read from the storage history of the pizza's key: a watch (of its namespace's pizzas, as
+storage watches directories) from the revision it was created at replays every version since (etcd
+keeps history until compaction, the embedded store its last `history_limit` revisions), and
+baking_log.py compares consecutive versions. Nothing is kept in memory
 between requests, so every worker and server tells the same log, also after a restart. When the start
 of the history is compacted, the log starts at the oldest state still retained and says so first.
 
