@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from registry.generic.cache.feed import GroupFeed
-from registry.generic.installation import GroupInstallation, attach_watch_cache
+from registry.generic.installation import GroupInstallation, attach_watch_cache, graceful_deletion_feed
 from registry.generic.key_migration import move_legacy_keys
 from server.admission.setup import Admission, start_admission
 from server.audit.pipeline import AuditPipeline, build_audit
@@ -206,13 +206,15 @@ async def build_config(options: Options) -> Config:
                 await move_legacy_keys(store)
         if options.watch_cache.watch_cache:
             feeds = [attach_watch_cache(installation) for installation in installations]
-            for feed in feeds:
-                feed.start()
-            # Serving before the caches are filled would be correct (reads go to storage meanwhile),
-            # but the first requests would be slow; kube likewise waits for its caches to sync.
-            for feed in feeds:
-                if not await feed.wait_ready(CACHE_FILL_WAIT):
-                    logger.warning("watch cache for %s not filled yet; serving from storage", feed.prefix)
+        else:
+            feeds = [feed for i in installations if (feed := graceful_deletion_feed(i)) is not None]
+        for feed in feeds:
+            feed.start()
+        # Serving before the caches are filled would be correct (reads go to storage meanwhile),
+        # but the first requests would be slow; kube likewise waits for its caches to sync.
+        for feed in feeds:
+            if not await feed.wait_ready(CACHE_FILL_WAIT):
+                logger.warning("watch cache for %s not filled yet; serving from storage", feed.prefix)
         # After the groups are installed (their plugin names are known) and before serving, so that
         # the informers are filling while the server starts; /readyz reports their sync.
         admission = await start_admission(

@@ -1,9 +1,10 @@
 """Deleting objects, as k8s.io/apiserver's generic Store does: one object, the item of a
 deletecollection, and the update that removes the last finalizer of an object being deleted.
 
-kube's Store.Delete for a kind without graceful deletion (custom resources, the sample apiserver):
-when finalizers remain — the object's own or the garbage collector's that the propagation policy asks
-for — the delete is an update that marks the object as deleting; otherwise the object goes at once.
+kube's Store.Delete: when finalizers remain — the object's own or the garbage collector's that the
+propagation policy asks for — or the kind's strategy declares graceful deletion and the delete asks
+for a grace period (registry/generic/graceful_deletion.py), the delete is an update that marks the
+object as deleting; otherwise the object goes at once.
 The garbage-collector finalizer precedence (store.go: shouldOrphanDependents, shouldDeleteDependents,
 deletionFinalizersForGarbageCollection), markAsDeleting and ShouldDeleteDuringUpdate are plain
 functions over ObjectMeta and DeleteOptions. The cluster's garbage collector does the rest through
@@ -35,16 +36,18 @@ and the pool of concurrent deletes are registry/generic/delete_collection.py.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Protocol
 
 from apis.meta import errors
-from apis.meta.errors import GroupResource
+from apis.meta.errors import GroupResource, StatusError
 from apis.meta.validation import FINALIZER_DELETE_DEPENDENTS, FINALIZER_ORPHAN_DEPENDENTS
 from apis.runtime.codec import Codec
 from apis.runtime.kinds import HubObject
 from registry.generic import metadata
 from registry.generic.admission import ValidateObject
 from registry.generic.cache.stored import StoredObject
+from registry.generic.graceful_deletion import NOT_GRACEFUL, GracefulDeletion, before_delete, set_grace
 from registry.generic.options import DeleteOptions
 from registry.generic.storage_errors import interpret
 from storage import interface as st
@@ -63,6 +66,9 @@ class DeletingStore(Protocol):
 
     @property
     def resource(self) -> GroupResource: ...
+
+    @property
+    def graceful_deletion(self) -> GracefulDeletion | None: ...
 
     def key(self, namespace: str, name: str) -> str: ...
 
@@ -170,7 +176,7 @@ async def delete(
     store: DeletingStore, namespace: str, name: str, options: DeleteOptions, validate: ValidateObject
 ) -> tuple[HubObject, bool]:
     """kube's Store.Delete: returns (object, deleted_now); marks the object as deleting instead while
-    finalizers remain."""
+    finalizers remain or a grace period runs."""
     key = store.key(namespace, name)
     try:
         kv = await store.storage.get(key)
@@ -178,11 +184,21 @@ async def delete(
         raise interpret(e, store.resource, name) from e
     current = store.codec.decode(kv.value, kv.mod_revision)
     _check_delete_preconditions(store.codec, current, options)
+    grace = before_delete(store.graceful_deletion, current, options)
+    if grace.pending:
+        # Already going at least as soon as asked: nothing changes, finalizers included (kube).
+        return current, False
     changed, _ = finalizers_for(current.metadata, options)
-    if current.metadata.get("finalizers") or changed:
-        marked = await _mark_deleting(store, key, name, options, validate)
+    if grace.graceful or current.metadata.get("finalizers") or changed:
+        try:
+            marked = await _mark_deleting(store, key, name, options, validate)
+        except _AlreadyDeleting:
+            return current, False
         if marked is not None:
-            return marked, False
+            obj, then_delete = marked
+            if not then_delete or options.dry_run:
+                return obj, False
+            return await _delete_after_grace(store, key, name, options, validate, obj), True
     return await _delete_now(store, key, name, options, validate, read=(kv, current)), True
 
 
@@ -236,13 +252,21 @@ class _DeleteNow(Exception):
     """Raised inside the marking update when no finalizer remains: abort it and delete instead."""
 
 
+class _AlreadyDeleting(Exception):
+    """Raised inside the marking update when the current state is already being deleted at least
+    as soon as asked (kube's errAlreadyDeleting): nothing is written."""
+
+
 async def _mark_deleting(
     store: DeletingStore, key: str, name: str, options: DeleteOptions, validate: ValidateObject
-) -> HubObject | None:
-    """kube's updateForGracefulDeletionAndFinalizers: set the propagation finalizers, then
-    deletionTimestamp/deletionGracePeriodSeconds 0 while any finalizer remains. None means none
-    remains (e.g. Background dropped the only "orphan"): the caller deletes at once."""
+) -> tuple[HubObject, bool] | None:
+    """kube's updateForGracefulDeletionAndFinalizers: set the propagation finalizers, then either the
+    graceful deletion's timestamp and period, or (no grace period) deletionTimestamp and period 0
+    while any finalizer remains. Returns (the object written, whether to delete it now: a period
+    shortened to 0 with no finalizer left); None means nothing holds it (e.g. Background dropped the
+    only "orphan"): the caller deletes at once."""
     codec = store.codec
+    delete_after: list[bool] = [False]
 
     async def mark(kv: st.KeyValue | None) -> bytes:
         assert kv is not None
@@ -250,24 +274,54 @@ async def _mark_deleting(
         check_storage_preconditions(obj.metadata, options, store.resource)
         await validate(obj, obj)
         _check_delete_preconditions(codec, obj, options)
+        grace = before_delete(store.graceful_deletion, obj, options)
+        if grace.pending:
+            raise _AlreadyDeleting
         changed, finalizers = finalizers_for(obj.metadata, options)
         if changed:
             obj.metadata["finalizers"] = finalizers
-        if not obj.metadata.get("finalizers"):
+        held = bool(obj.metadata.get("finalizers"))
+        if grace.graceful:
+            set_grace(obj.metadata, grace)
+            delete_after[0] = grace.period == 0 and not held
+        elif held:
+            mark_as_deleting(obj.metadata)
+            delete_after[0] = False
+        else:
             raise _DeleteNow
-        mark_as_deleting(obj.metadata)
         return codec.encode(obj)
 
     try:
         if options.dry_run:
             kv = await store.storage.get(key)
-            return codec.decode(await mark(kv), kv.mod_revision)
+            return codec.decode(await mark(kv), kv.mod_revision), delete_after[0]
         kv = await store.storage.guaranteed_update(key, mark)
     except _DeleteNow:
         return None
     except st.StorageError as e:
         raise interpret(e, store.resource, name) from e
-    return codec.decode(kv.value, kv.mod_revision)
+    return codec.decode(kv.value, kv.mod_revision), delete_after[0]
+
+
+async def _delete_after_grace(
+    store: DeletingStore,
+    key: str,
+    name: str,
+    options: DeleteOptions,
+    validate: ValidateObject,
+    written: HubObject,
+) -> HubObject:
+    """The delete after the update that shortened a grace period to 0 (kube's deleteImmediately with
+    ignoreNotFound): a resourceVersion precondition now means the state just written, and another
+    delete that removed the object first (another worker, the finisher) is no error."""
+    if options.resource_version is not None:
+        options = dataclasses.replace(options, resource_version=written.metadata.get("resourceVersion"))
+    try:
+        return await _delete_now(store, key, name, options, validate)
+    except StatusError as e:
+        if e.code == 404:
+            return written
+        raise
 
 
 async def finish_deletion(store: DeletingStore, key: str, obj: HubObject, *, dry_run: bool) -> HubObject:
@@ -306,7 +360,7 @@ async def delete_listed(
     namespace, name = item.namespace or "", item.name
     listed = item.hub()
     revision = listed.metadata.get("resourceVersion")
-    if options.dry_run or not revision or not _deletes_at_once(listed.metadata, options):
+    if options.dry_run or not revision or not _deletes_at_once(store, listed, options):
         await delete(store, namespace, name, options, validate)
         return
     # Only the key and mod_revision of `cached` are relied on (Interface.delete).
@@ -334,10 +388,15 @@ async def delete_listed(
         raise interpret(e, store.resource, name) from e
 
 
-def _deletes_at_once(meta: dict[str, Any], options: DeleteOptions) -> bool:
+def _deletes_at_once(store: DeletingStore, listed: HubObject, options: DeleteOptions) -> bool:
     """True when kube's Delete, reading this state, would go straight to the storage delete: the
-    preconditions hold and no finalizer is kept or added by the propagation policy."""
+    preconditions hold, no grace period applies, and no finalizer is kept or added by the
+    propagation policy."""
+    meta = listed.metadata
     if not preconditions_hold(meta, options):
+        return False
+    policy = store.graceful_deletion
+    if policy is not None and before_delete(policy, listed, options) != NOT_GRACEFUL:
         return False
     changed, _ = finalizers_for(meta, options)
     return not meta.get("finalizers") and not changed

@@ -26,6 +26,7 @@ from registry.generic.cache.stored import StoredObject
 from registry.generic.cache.watchers import OpenWatch
 from registry.generic.delete_collection import DEFAULT_WORKERS, PAGE_SIZE, delete_in_pages
 from registry.generic.deletion import should_delete_during_update
+from registry.generic.graceful_deletion import GracefulDeletion
 from registry.generic.key_locks import KeyLocks
 from registry.generic.keys import list_prefix, object_key, resource_prefix
 from registry.generic.options import (
@@ -77,6 +78,10 @@ class Store:
     @property
     def group_kind(self) -> GroupKind:
         return GroupKind(self.codec.group, self.codec.kind.kind)
+
+    @property
+    def graceful_deletion(self) -> GracefulDeletion | None:
+        return self.strategy.graceful_deletion
 
     def key(self, namespace: str, name: str) -> str:
         return object_key(

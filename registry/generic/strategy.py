@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from apis.meta.field import FieldError
 from apis.meta.names import NameFn, name_is_dns_subdomain, name_is_path_segment
 from apis.runtime.kinds import HubObject, set_spec, set_status, spec_of, status_of
+from registry.generic.graceful_deletion import GracefulDeletion
 
 Validator = Callable[[Any], list[FieldError]]
 UpdateValidator = Callable[[Any, Any], list[FieldError]]
@@ -54,6 +55,11 @@ class Strategy(Protocol):
     # write, before the strategy's own checks (registry/generic/validation.py).
     @property
     def validate_schema(self) -> bool: ...
+
+    # kube's RESTGracefulDeleteStrategy: DELETE with a grace period marks the object and something
+    # removes it later (registry/generic/graceful_deletion.py); None deletes at once.
+    @property
+    def graceful_deletion(self) -> GracefulDeletion | None: ...
 
     def prepare_for_create(self, obj: HubObject) -> None: ...
     def prepare_for_update(self, obj: HubObject, old: HubObject) -> None: ...
@@ -93,6 +99,8 @@ class SpecStatusStrategy:
     validate_name: NameFn = name_is_dns_subdomain
     # apiextensions validates every custom resource against its version's schema and rules.
     validate_schema: bool = True
+    # Custom resources have no graceful deletion; a group declares it for kinds that need it.
+    graceful_deletion: GracefulDeletion | None = None
 
     @property
     def reset_fields(self) -> tuple[str, ...]:
@@ -182,6 +190,10 @@ class StatusStrategy:
     def validate_schema(self) -> bool:
         return self.main.validate_schema
 
+    @property
+    def graceful_deletion(self) -> GracefulDeletion | None:
+        return self.main.graceful_deletion
+
     def field_attributes(self, obj: HubObject) -> dict[str, str]:
         return self.main.field_attributes(obj)
 
@@ -203,6 +215,7 @@ class PlainStrategy:
     # sample-apiserver's typed decoding refuses what its Go types cannot hold; here the published
     # schema is that check, so it runs on every write as for custom resources.
     validate_schema: bool = True
+    graceful_deletion: GracefulDeletion | None = None
 
     def prepare_for_create(self, obj: HubObject) -> None:
         return None

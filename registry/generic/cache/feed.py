@@ -17,7 +17,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from registry.generic.cache.watchers import REINITIALIZED, STOPPED
 from storage import interface as st
@@ -50,6 +50,13 @@ class Unserved(Exception):
     """The cache cannot answer this read as asked (not ready, or not provably fresh): read storage."""
 
 
+class Companion(Protocol):
+    """Something fed by the caches that runs while the feed runs (a graceful deletion finisher)."""
+
+    def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
 class GroupFeed:
     def __init__(
         self,
@@ -73,6 +80,8 @@ class GroupFeed:
         # wait for that revision or an older one share it (kube's ConditionalProgressRequester).
         self._asked_for = 0
         self._asker: asyncio.Task[None] | None = None
+        # Started and stopped with the feed.
+        self.companions: list[Companion] = []
         for cache in self.caches:
             cache.feed = self
 
@@ -81,8 +90,12 @@ class GroupFeed:
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._run()), loop.create_task(self._tick())]
+        for companion in self.companions:
+            companion.start()
 
     async def stop(self) -> None:
+        for companion in self.companions:
+            await companion.stop()
         if self._asker is not None:
             self._asker.cancel()
         for task in self._tasks:

@@ -11,8 +11,8 @@ docs/architecture.md, "The watch cache", describes how this package is put toget
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from apis.meta import errors
 from apis.runtime.codec import Codec, DecodeError
@@ -34,6 +34,15 @@ logger = logging.getLogger(__name__)
 SelectableFields = Callable[[Any], dict[str, str]]
 
 
+class ObjectObserver(Protocol):
+    """Told of every object state the cache takes in, from the metadata already decoded for it (a
+    graceful deletion finisher keeps deadlines this way, at the cost of a dict lookup per event)."""
+
+    def seen(self, key: str, meta: Mapping[str, Any]) -> None: ...
+    def gone(self, key: str) -> None: ...
+    def filled(self, present: Callable[[str], object]) -> None: ...
+
+
 class ResourceCache:
     def __init__(self, codec: Codec, prefix: str, selectable_fields: SelectableFields) -> None:
         self.codec = codec
@@ -44,6 +53,8 @@ class ResourceCache:
         self.window = EventWindow()
         self.watchers: set[CacheWatcher] = set()
         self.feed: GroupFeed  # set by the feed that fills this cache
+        # None for nearly every resource: nothing but this check is spent on it per event.
+        self.observer: ObjectObserver | None = None
 
     # --- filled by the feed ----------------------------------------------------------------------
 
@@ -54,11 +65,15 @@ class ResourceCache:
             # Read-through answers 500 for this one object; the cache must not stop for the others.
             logger.error("watch cache: cannot decode %s at revision %d: %s", key, revision, e)
             return None
+        if self.observer is not None:
+            self.observer.seen(key, hub.metadata)
         return StoredObject.from_hub(self.codec, key, hub, self.selectable_fields(hub), keep_hub=False)
 
     def replace(self, objects: list[StoredObject], revision: int) -> None:
         self.index = ObjectIndex(objects)
         self.window.reset(revision)
+        if self.observer is not None:
+            self.observer.filled(self.index.get)
 
     def apply(self, event: st.Event, now: float) -> None:
         key = event.key
@@ -69,6 +84,8 @@ class ResourceCache:
                 if prev is not None
                 else self.ingest(key, event.value, event.revision)
             )
+            if self.observer is not None:
+                self.observer.gone(key)
             kind = st.EventType.DELETED
         else:
             obj = self.ingest(key, event.value, event.revision)
