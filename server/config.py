@@ -76,7 +76,8 @@ class Config:
     security: Security
     # None when no audit backend is configured.
     audit: AuditPipeline | None = None
-    # The watch caches' feeds, one per group (none with --watch-cache=false).
+    # The watch caches' feeds, one per group (with --watch-cache=false, only those graceful
+    # deletion needs, serving no reads).
     feeds: list[GroupFeed] = field(default_factory=list)
     # The cluster-backed admission plugins and their informers (empty when standalone).
     admission: Admission = field(default_factory=Admission)
