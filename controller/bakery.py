@@ -5,6 +5,9 @@ PizzaToppings admission refuses such pizzas, so it happens only when a topping i
 no price is better than a wrong one), `replicas` (= spec.replicas once `bake_delay` has passed since
 the controller first saw that number asked for; a pizza without spec.replicas gets none) and
 `observedGeneration` (the generation these were computed from). It writes only when one differs.
+
+A pizza deleted with a grace period is taken out of the oven at once (controller/out_of_oven.py)
+instead of being priced or baked any further.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from kubernetes import client
 
 from controller.cost import pizza_cost
 from controller.informer import Informer, Obj
+from controller.out_of_oven import take_out_of_oven
 from controller.status_apply import apply_pizza_status
 
 logger = logging.getLogger(__name__)
@@ -34,6 +38,7 @@ class Bakery:
     requeue_after: Callable[[str, float], None]
     bake_delay: float = 0.0
     writes: int = 0  # status applies attempted (tests check that an unchanged pizza is not written)
+    taken_out: int = 0  # pizzas deleted before their grace period was over
     # key → (replicas being baked, monotonic time baking started)
     _baking: dict[str, tuple[int, float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -44,10 +49,19 @@ class Bakery:
             with self._lock:
                 self._baking.pop(key, None)
             return
+        meta = pizza["metadata"]
+        if meta.get("deletionTimestamp") and meta.get("deletionGracePeriodSeconds"):
+            # Deleted with a grace period: out of the oven now. Without one (finalizers hold the
+            # pizza) there is nothing to shorten, and deleting again would only rewrite the mark.
+            with self._lock:
+                self._baking.pop(key, None)
+            if take_out_of_oven(self.api, meta["namespace"], meta["name"], meta["uid"]):
+                with self._lock:
+                    self.taken_out += 1
+            return
         current = pizza.get("status") or {}
         desired, wait = self.desired_status(key, pizza, current)
         if any(current.get(f) != desired.get(f) for f in OWNED):
-            meta = pizza["metadata"]
             with self._lock:
                 self.writes += 1  # counted before the write is visible, so a reader never sees it early
             apply_pizza_status(self.api, meta["namespace"], meta["name"], desired)

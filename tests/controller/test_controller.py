@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes.client.rest import ApiException
 
-from controller.status_apply import FIELD_MANAGER
+from controller.status_apply import FIELD_MANAGER, GROUP
 from server.config import open_storage
 from server.options import parse_args
 from tests.controller.running import Restaurant, eventually, running_controller
@@ -91,6 +92,45 @@ def test_replicas_are_baked_after_the_delay(server: ServerProcess, restaurant: R
         assert restaurant.status("p")["observedGeneration"] == restaurant.get("p")["metadata"]["generation"]
         server.kubectl("patch", "pizza", "p", "--type=merge", "-p", '{"spec":{"replicas":null}}')
         assert eventually(lambda: "replicas" not in restaurant.status("p"), "replicas removed")
+
+
+def test_a_pizza_deleted_with_a_grace_period_is_taken_out_of_the_oven(
+    server: ServerProcess, restaurant: Restaurant
+) -> None:
+    """The server would keep it ten minutes; the controller deletes it with grace 0 on seeing the
+    deletion timestamp. A pizza deleted without a grace period but held by a finalizer is left alone."""
+    restaurant.topping("salami", 1)
+    restaurant.pizza("early", {"salami": 1})
+    restaurant.pizza("held", {"salami": 1})
+    restaurant.objects.patch_namespaced_custom_object(
+        GROUP, "v1beta1", "default", "pizzas", "held", {"metadata": {"finalizers": ["example.com/hold"]}}
+    )
+    with running_controller(server.kubeconfig) as controller:
+        assert eventually(lambda: restaurant.status("early").get("cost") == 1, "early priced")
+        marked = restaurant.delete_pizza("early", grace_period_seconds=600)
+        assert marked["metadata"]["deletionGracePeriodSeconds"] == 600
+        assert eventually(lambda: not _exists(restaurant, "early"), "early taken out")
+        assert controller.bakery.taken_out == 1
+
+        restaurant.objects.delete_namespaced_custom_object(GROUP, "v1beta1", "default", "pizzas", "held")
+        held = restaurant.get("held")["metadata"]
+        assert (held["deletionGracePeriodSeconds"], held["finalizers"]) == (0, ["example.com/hold"])
+        restaurant.set_toppings("held", {"salami": 2})  # an event the controller reconciles
+        assert eventually(lambda: restaurant.status("held").get("cost") == 2, "held repriced")
+        assert controller.bakery.taken_out == 1 and _exists(restaurant, "held")
+    restaurant.objects.patch_namespaced_custom_object(
+        GROUP, "v1beta1", "default", "pizzas", "held", {"metadata": {"finalizers": None}}
+    )
+
+
+def _exists(restaurant: Restaurant, name: str) -> bool:
+    try:
+        restaurant.get(name)
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise
+    return True
 
 
 def test_relists_after_a_server_restart_and_410(tmp_path: Path) -> None:

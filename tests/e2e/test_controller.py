@@ -67,6 +67,16 @@ def test_a_topping_price_change_reprices(bakery: tuple[ServerProcess, subprocess
     server.kubectl("wait", "--for=jsonpath={.status.cost}=2.75", "pizza/margherita", WAIT, timeout=120)
 
 
+def test_a_pizza_deleted_with_a_grace_period_is_taken_out_early(
+    bakery: tuple[ServerProcess, subprocess.Popen],
+) -> None:
+    """Ten minutes asked for; the controller deletes it with grace 0 on seeing the timestamp."""
+    server, _ = bakery
+    server.kubectl("delete", "pizza", "margherita", "--grace-period=600", "--wait=false")
+    server.kubectl("wait", "--for=delete", "pizza/margherita", WAIT, timeout=120)
+    assert server.kubectl("get", "pizza", "margherita", check=False).returncode != 0
+
+
 def test_sigterm_stops_the_controller_cleanly(bakery: tuple[ServerProcess, subprocess.Popen]) -> None:
     _, controller = bakery
     controller.send_signal(signal.SIGTERM)
