@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from registry.generic.cache.feed import GroupFeed
-from registry.generic.installation import GroupInstallation, attach_watch_cache, graceful_deletion_feed
+from registry.generic.installation import GroupInstallation, attach_background_feed, attach_watch_cache
 from registry.generic.key_migration import move_legacy_keys
 from server.admission.setup import Admission, start_admission
 from server.audit.pipeline import AuditPipeline, build_audit
@@ -208,7 +208,8 @@ async def build_config(options: Options) -> Config:
         if options.watch_cache.watch_cache:
             feeds = [attach_watch_cache(installation) for installation in installations]
         else:
-            feeds = [feed for i in installations if (feed := graceful_deletion_feed(i)) is not None]
+            # Derived resources and graceful deletion finishers keep caches of their own (installation.py).
+            feeds = [f for i in installations if (f := attach_background_feed(i)) is not None]
         for feed in feeds:
             feed.start()
         # Serving before the caches are filled would be correct (reads go to storage meanwhile),

@@ -134,6 +134,14 @@ def method_not_supported(gr: GroupResource, verb: str) -> StatusError:
     )
 
 
+def method_not_allowed() -> StatusError:
+    """go-restful's 405 for a method no route of the path takes, as kube's serviceErrorHandler
+    renders it (NewGenericServerResponse: no resource named, so empty details)."""
+    return StatusError(
+        405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {}
+    )
+
+
 def not_acceptable(message: str) -> StatusError:
     return StatusError(406, "NotAcceptable", message)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apis.runtime.hub_shape import HubShape, hub_shape
-from apis.runtime.kinds import Column, HubObject, KindInfo, VersionedKind
+from apis.runtime.kinds import ALL_VERBS, Column, HubObject, KindInfo, VersionedKind
 from apis.runtime.lifecycle import Lifecycle
 from apis.runtime.scale import ScaleSubresource
 from apis.schema.cel_rules import compile_rules
@@ -76,12 +76,16 @@ def declare_kind(
     columns: tuple[Column, ...] | None = None,
     subresources: tuple[str, ...] = (),
     scale: ScaleSubresource | None = None,
+    verbs: tuple[str, ...] = ALL_VERBS,
+    stored: bool = True,
 ) -> tuple[KindInfo, type]:
     """The kind's KindInfo and its generated hub class (`module` names where the class is declared).
 
     `versions` in priority order; `hub_version` is the one whose schema the hub has the shape of.
     `names` names nested hub classes by property path (`{"spec.toppings": "PizzaTopping"}`).
     `scale` serves `<resource>/scale` (its paths in the hub's shape) and adds "scale" to `subresources`.
+    `verbs` and `stored`: a kind served by a class of the group's own rather than a Store
+    (READ_VERBS, stored=False: GroupInstallation.resources).
     """
     if scale is not None and "scale" not in subresources:
         subresources = (*subresources, "scale")
@@ -98,5 +102,7 @@ def declare_kind(
         columns=columns,
         subresources=subresources,
         scale=scale,
+        verbs=verbs,
+        stored=stored,
     )
     return info, shape.cls

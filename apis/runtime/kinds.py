@@ -81,6 +81,21 @@ class VersionedKind:
     from_hub_view: Callable[[Any], dict[str, Any]] | None = None
 
 
+# kube's verbs of a resource, sorted as its installer sorts them: every verb of a stored resource,
+# and those of a resource served by a class of the group's own that only reads (metrics-server's).
+ALL_VERBS: tuple[str, ...] = (
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+)
+READ_VERBS: tuple[str, ...] = ("get", "list", "watch")
+
+
 @dataclass(frozen=True, slots=True)
 class Column:
     """A Table column (meta.k8s.io/v1 TableColumnDefinition) read from the *hub* object."""
@@ -112,6 +127,13 @@ class KindInfo:
     subresources: tuple[str, ...] = ()
     # Where the scale subresource finds replicas and selector (a CRD's subresources.scale).
     scale: ScaleSubresource | None = None
+    # The verbs served (discovery, OpenAPI paths, dispatch); any other is 405, as kube answers a verb
+    # its installer registered no route for.
+    verbs: tuple[str, ...] = ALL_VERBS
+    # False for a kind the group serves from a class of its own (GroupInstallation.resources):
+    # nothing of it is in storage, so discovery gives it no storageVersionHash, as kube gives none
+    # to a storage that is not a StorageVersionProvider.
+    stored: bool = True
 
     def subresource_kind(self, group: str, version: str, subresource: str) -> tuple[str, str, str]:
         """(group, version, kind) a subresource speaks: the kind's own, but autoscaling/v1 Scale for

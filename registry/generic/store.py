@@ -76,6 +76,11 @@ class Store:
         return GroupResource(self.codec.group, self.codec.kind.resource)
 
     @property
+    def field_names(self) -> tuple[str, ...]:
+        """The strategy's selectable fields (registry/generic/rest.py)."""
+        return self.strategy.field_names
+
+    @property
     def group_kind(self) -> GroupKind:
         return GroupKind(self.codec.group, self.codec.kind.kind)
 

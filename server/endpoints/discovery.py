@@ -15,22 +15,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from apis.runtime.kinds import GroupInfo, KindInfo
+from apis.runtime.kinds import ALL_VERBS, GroupInfo, KindInfo
 from registry.generic.custom_subresources import CustomSubresources
 
 NO_CUSTOM: CustomSubresources = {}
 
-# What every kind serves (sorted as the installer sorts them) and what the status subresource serves.
-RESOURCE_VERBS: tuple[str, ...] = (
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-)
+# What a stored kind serves (sorted as the installer sorts them; a kind declares its own in
+# KindInfo.verbs) and what the status subresource serves.
+RESOURCE_VERBS: tuple[str, ...] = ALL_VERBS
 SUBRESOURCE_VERBS: tuple[str, ...] = ("get", "patch", "update")
 
 AGGREGATED_GROUP = "apidiscovery.k8s.io"
@@ -116,13 +108,14 @@ def api_resource_list(
             "singularName": kind.singular,
             "namespaced": kind.namespaced,
             "kind": kind.kind,
-            "verbs": list(RESOURCE_VERBS),
+            "verbs": list(kind.verbs),
         }
         if kind.short_names:
             entry["shortNames"] = list(kind.short_names)
         if kind.categories:
             entry["categories"] = list(kind.categories)
-        entry["storageVersionHash"] = storage_version_hash(group.group, kind.storage_version, kind.kind)
+        if kind.stored:
+            entry["storageVersionHash"] = storage_version_hash(group.group, kind.storage_version, kind.kind)
         resources.append(entry)
         for sub, sub_group, sub_version, sub_kind, verbs in _subresources(kind, group.group, version, custom):
             # Subresource storage has no singular name and no storage version of its own; one that
@@ -157,7 +150,7 @@ def _resource_discovery(
         "responseKind": _response_kind(group.group, version, kind.kind),
         "scope": "Namespaced" if kind.namespaced else "Cluster",
         "singularResource": kind.singular,
-        "verbs": list(RESOURCE_VERBS),
+        "verbs": list(kind.verbs),
     }
     if kind.short_names:
         entry["shortNames"] = list(kind.short_names)

@@ -96,7 +96,17 @@ def _handler_for(scope: ResourceScope, info: RequestInfo) -> Handler:
     handler = table.get(info.verb)
     if handler is None:
         raise errors.method_not_supported(scope.resource, info.verb)
+    if info.verb not in scope.verbs and not info.subresource:
+        raise _not_served(scope, info.verb)
     return handler
+
+
+def _not_served(scope: ResourceScope, verb: str) -> StatusError:
+    """kube registers no route for a verb the storage does not serve: go-restful's 405 for the
+    method, except a watch, which the list route refuses as not supported (handlers/get.go)."""
+    if verb == "watch":
+        return errors.method_not_supported(scope.resource, verb)
+    return errors.method_not_allowed()
 
 
 async def serve_resource(request: web.Request) -> web.StreamResponse:

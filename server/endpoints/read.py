@@ -19,7 +19,7 @@ async def get_object(request: web.Request, scope: ResourceScope, info: RequestIn
     output = negotiate_output(
         request.headers.get("Accept"), allow_transforms=("Table", "PartialObjectMetadata")
     )
-    obj = await scope.store.read(
+    obj = await scope.reads.read(
         info.namespace, info.name, resource_version=request.query.get("resourceVersion", "")
     )
     body = object_bytes(
@@ -33,7 +33,7 @@ async def list_objects(request: web.Request, scope: ResourceScope, info: Request
         request.headers.get("Accept"), allow_transforms=("Table", "PartialObjectMetadataList")
     )
     options = list_options(request.query, scope.selectable_fields(), scope.unsupported_field_label)
-    result = await scope.store.read_list(info.namespace, options)
+    result = await scope.reads.read_list(info.namespace, options)
     parts = list_parts(
         scope, result, output, include=include_object(request.query, output), pretty=_pretty(request)
     )

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from apis.runtime.kinds import READ_VERBS, KindInfo
 from registry.generic.admission import MutatingPlugin, ValidatingPlugin
 from registry.generic.installation import GroupInstallation
+from registry.generic.rest import ResourceStorage
 from server.admission.chain import AdmissionChain
 from server.admission.metrics import AdmissionMetrics
 from server.endpoints.deprecation import version_warnings
@@ -32,19 +34,39 @@ def build_registry(
     for installation in installations:
         group = installation.group
         for kind in group.kinds:
+            reads = _storage_of(installation, kind)
+            verbs = frozenset(kind.verbs)
             for version in kind.versions:
                 scopes[(group.group, version, kind.resource)] = ResourceScope(
                     group=group,
                     kind=kind,
                     version=version,
-                    store=installation.stores[kind.resource],
+                    reads=reads,
                     admission=chain,
                     subresources=installation.subresources.get(kind.resource, {}),
                     custom_subresources=installation.custom_subresources.get(kind.resource, {}),
                     warnings=version_warnings(group.group, kind, version),
+                    verbs=verbs,
                 )
     return APIRegistry(
         groups=tuple(i.group for i in installations),
         scopes=scopes,
         custom_subresources={i.group.group: i.custom_subresources for i in installations},
     )
+
+
+def _storage_of(installation: GroupInstallation, kind: KindInfo) -> ResourceStorage:
+    """The kind's Store, or the group's own class for it; a kind served by its own class declares
+    only what such a class serves (reads, no subresources), so no write handler can reach it."""
+    store = installation.stores.get(kind.resource)
+    if store is not None:
+        return store
+    own = installation.resources.get(kind.resource)
+    if own is None:
+        raise ValueError(f"{installation.group.group}: no storage for {kind.resource}")
+    if not set(kind.verbs) <= set(READ_VERBS) or kind.subresources or kind.stored:
+        raise ValueError(
+            f"{installation.group.group}: {kind.resource} is served by a class of its own, so its kind "
+            f"must declare verbs within {READ_VERBS}, no subresources and stored=False"
+        )
+    return own

@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from apis.meta import errors
 from apis.meta.errors import GroupKind, GroupResource
 from apis.meta.fields import custom_resource_label_error, default_label_error
 from apis.runtime.codec import Codec
-from apis.runtime.kinds import GroupInfo, KindInfo
+from apis.runtime.kinds import ALL_VERBS, GroupInfo, KindInfo
 from registry.generic.custom_subresources import CustomSubresource, CustomSubresources
+from registry.generic.rest import ResourceStorage
 from registry.generic.store import Store
 from registry.generic.strategy import Strategy
 from server.admission.chain import AdmissionChain
@@ -32,7 +34,8 @@ class ResourceScope:
     group: GroupInfo
     kind: KindInfo
     version: str
-    store: Store
+    # What GET, LIST and WATCH read: the resource's Store, or the group's own class for it.
+    reads: ResourceStorage
     admission: AdmissionChain
     # Strategies of subresources served for this kind, by name ("status").
     subresources: dict[str, Strategy] = field(default_factory=dict)
@@ -41,10 +44,21 @@ class ResourceScope:
     patch_types: tuple[str, ...] = PATCH_TYPES
     # Warnings every response of this version carries (kube's deprecation warning), see deprecation.py.
     warnings: tuple[str, ...] = ()
+    # The verbs served (the kind's); the dispatcher answers 405 for any other.
+    verbs: frozenset[str] = frozenset(ALL_VERBS)
+
+    @property
+    def store(self) -> Store:
+        """The Store the write verbs and subresources go through. Only a stored resource serves
+        them (the dispatcher refuses the others' before a handler runs), so this never fails."""
+        reads = self.reads
+        if isinstance(reads, Store):
+            return reads
+        raise errors.internal_error(f"{self.resource} is not served by a Store")
 
     @property
     def codec(self) -> Codec:
-        return self.store.codec
+        return self.reads.codec
 
     @property
     def resource(self) -> GroupResource:
@@ -65,7 +79,7 @@ class ResourceScope:
         fields = ["metadata.name"]
         if self.kind.namespaced or self.group.scheme_types is not None:
             fields.append("metadata.namespace")
-        return fields + list(self.store.strategy.field_names)
+        return fields + list(self.reads.field_names)
 
     def unsupported_field_label(self, label: str) -> str:
         """kube's message for a field selector on a label this resource does not support."""

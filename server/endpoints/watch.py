@@ -156,7 +156,7 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
     opened: OpenWatch | None = None
     opening_error: StatusError | None = None
     try:
-        opened = await scope.store.watch(info.namespace, options)
+        opened = await scope.reads.watch(info.namespace, options)
     except StatusError as e:
         opening_error = e
     response = web.StreamResponse(headers={"Content-Type": output.content_type})

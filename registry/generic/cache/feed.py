@@ -23,6 +23,7 @@ from registry.generic.cache.watchers import REINITIALIZED, STOPPED
 from storage import interface as st
 
 if TYPE_CHECKING:
+    from registry.generic.cache.derived import DerivedCache
     from registry.generic.cache.resource_cache import ResourceCache
     from registry.generic.cache.stored import StoredObject
 
@@ -64,11 +65,15 @@ class GroupFeed:
         prefix: str,
         caches: Sequence[ResourceCache],
         *,
+        derived: Sequence[DerivedCache] = (),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.storage = storage
         self.prefix = prefix
         self.caches = tuple(caches)
+        # Caches of resources without storage, computed from the caches' events (derived.py): each is
+        # told of every event after the cache it came from has taken it in, in revision order.
+        self.derived = tuple(derived)
         self.clock = clock
         # Every change at or below this revision under `prefix` is in the caches.
         self.revision = 0
@@ -84,6 +89,8 @@ class GroupFeed:
         self.companions: list[Companion] = []
         for cache in self.caches:
             cache.feed = self
+        for view in self.derived:
+            view.bind(self)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -138,6 +145,8 @@ class GroupFeed:
         try:
             for cache, objects in loaded.items():
                 cache.replace(objects, revision)
+            for view in self.derived:
+                view.rebuild(revision)
             self._stream = stream
             self.ready = True
             self._advance(revision)
@@ -152,7 +161,10 @@ class GroupFeed:
                     continue  # already in the caches (a stream never repeats; this is defence)
                 target = self._route(event.key)
                 if target is not None:
-                    target.apply(event, self.clock())
+                    cached = target.apply(event, self.clock())
+                    if cached is not None and self.derived:
+                        for view in self.derived:
+                            view.source_changed(target, cached, self.clock())
                 self._advance(event.revision)
         finally:
             self._stream = None
@@ -186,7 +198,7 @@ class GroupFeed:
         """Ask for progress while anyone watches, so bookmarks advance with the store's revision."""
         while True:
             await asyncio.sleep(PROGRESS_EVERY)
-            if self._stream is not None and any(cache.watchers for cache in self.caches):
+            if self._stream is not None and any(cache.watchers for cache in (*self.caches, *self.derived)):
                 self._stream.request_progress()
 
     def _route(self, key: str) -> ResourceCache | None:
@@ -197,7 +209,7 @@ class GroupFeed:
 
     def _unready(self, reason: str) -> None:
         self.ready = False
-        for cache in self.caches:
+        for cache in (*self.caches, *self.derived):
             cache.end_watchers(reason)
 
     # --- freshness -------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from apis.meta import errors
 from apis.runtime.codec import Codec, DecodeError
@@ -25,9 +25,6 @@ from registry.generic.options import ListOptions, ObjectList, WatchEvent, WatchO
 from registry.generic.storage_errors import parse_resource_version
 from storage import interface as st
 from storage.continuation import InvalidContinue, decode_continue, encode_continue
-
-if TYPE_CHECKING:
-    from registry.generic.cache.feed import GroupFeed
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +40,26 @@ class ObjectObserver(Protocol):
     def filled(self, present: Callable[[str], object]) -> None: ...
 
 
+class CacheFeed(Protocol):
+    """What a cache's reads ask of what fills it: the group's feed (feed.GroupFeed), or the view of
+    it a derived cache reads through (derived.py)."""
+
+    @property
+    def ready(self) -> bool: ...
+
+    @property
+    def revision(self) -> int:
+        """Every change at or below this revision is in the cache."""
+        ...
+
+    @property
+    def storage(self) -> st.Interface: ...
+
+    async def fresh(self) -> int: ...
+
+    async def reach(self, revision: int) -> None: ...
+
+
 class ResourceCache:
     def __init__(self, codec: Codec, prefix: str, selectable_fields: SelectableFields) -> None:
         self.codec = codec
@@ -52,7 +69,7 @@ class ResourceCache:
         self.index = ObjectIndex()
         self.window = EventWindow()
         self.watchers: set[CacheWatcher] = set()
-        self.feed: GroupFeed  # set by the feed that fills this cache
+        self.feed: CacheFeed  # set by the feed that fills this cache
         # None for nearly every resource: nothing but this check is spent on it per event.
         self.observer: ObjectObserver | None = None
 
@@ -75,7 +92,8 @@ class ResourceCache:
         if self.observer is not None:
             self.observer.filled(self.index.get)
 
-    def apply(self, event: st.Event, now: float) -> None:
+    def apply(self, event: st.Event, now: float) -> CacheEvent | None:
+        """Take in one storage event; returns it as the cache saw it (None: undecodable, skipped)."""
         key = event.key
         if event.type is st.EventType.DELETED:
             prev = self.index.remove(key)
@@ -92,11 +110,12 @@ class ResourceCache:
             prev = self.index.put(obj) if obj is not None else self.index.remove(key)
             kind = st.EventType.MODIFIED if prev is not None else st.EventType.ADDED
         if obj is None:
-            return
+            return None
         cached = CacheEvent(kind, event.revision, key, obj, prev)
         self.window.append(cached, now)
         for watcher in self.watchers:
             watcher.dispatch(cached)
+        return cached
 
     def end_watchers(self, reason: str) -> None:
         for watcher in self.watchers:

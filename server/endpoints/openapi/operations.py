@@ -122,6 +122,20 @@ class _Route:
     custom: CustomSubresource | None = None
 
 
+# The API verb each installer action serves.
+_ROUTE_VERB: dict[str, str] = {
+    "LIST": "list",
+    "POST": "create",
+    "DELETECOLLECTION": "deletecollection",
+    "WATCHLIST": "watch",
+    "GET": "get",
+    "PUT": "update",
+    "PATCH": "patch",
+    "DELETE": "delete",
+    "WATCH": "watch",
+}
+
+
 def _routes(prefix: str, kind: KindInfo, custom: CustomSubresources) -> list[_Route]:
     name = Param("name", "path", "string", f"name of the {kind.kind}")
     scope_params: tuple[Param, ...]
@@ -144,6 +158,8 @@ def _routes(prefix: str, kind: KindInfo, custom: CustomSubresources) -> list[_Ro
     if kind.namespaced:
         routes.append(_Route("LIST", f"{prefix}/{kind.resource}", (), all_namespaces=True))
         routes.append(_Route("WATCHLIST", f"{prefix}/watch/{kind.resource}", (), all_namespaces=True))
+    # The installer registers a route only for a verb the storage serves.
+    routes = [r for r in routes if _ROUTE_VERB[r.verb] in kind.verbs]
     for sub in sorted(kind.subresources):
         path = f"{prefix}/{item}/{sub}"
         routes += [_Route(verb, path, item_params, subresource=sub) for verb in ("GET", "PUT", "PATCH")]
