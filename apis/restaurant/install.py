@@ -8,13 +8,13 @@ relying on repeated names. The kinds themselves are declared in apis/restaurant/
 from __future__ import annotations
 
 from apis.restaurant import v1alpha1, v1beta1
-from apis.restaurant.types import GROUP_NAME, PIZZA_KIND, STORAGE_VERSION, TOPPING_KIND
+from apis.restaurant.types import GROUP_NAME, MENU_ITEM_KIND, PIZZA_KIND, STORAGE_VERSION, TOPPING_KIND
 from apis.runtime.kinds import GroupInfo
 
-__all__ = ["GROUP", "PIZZA_KIND", "STORAGE_VERSION", "TOPPING_KIND"]
+__all__ = ["GROUP", "MENU_ITEM_KIND", "PIZZA_KIND", "STORAGE_VERSION", "TOPPING_KIND"]
 
 GROUP = GroupInfo(
     group=GROUP_NAME,
     versions=(v1beta1.VERSION, v1alpha1.VERSION),
-    kinds=(TOPPING_KIND, PIZZA_KIND),
+    kinds=(TOPPING_KIND, PIZZA_KIND, MENU_ITEM_KIND),
 )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from apis.runtime.kinds import Column
 
 if TYPE_CHECKING:  # the types are generated in types.py, which imports this module
-    from apis.restaurant.types import Pizza, Topping
+    from apis.restaurant.types import MenuItem, Pizza, Topping
 
 
 def pizza_toppings_cell(pizza: Pizza) -> str | None:
@@ -26,6 +26,14 @@ def pizza_cost_cell(pizza: Pizza) -> Any:
 
 def topping_cost_cell(topping: Topping) -> Any:
     return topping.spec.cost
+
+
+def menu_item_price_cell(item: MenuItem) -> Any:
+    return item.price
+
+
+def menu_item_available_cell(item: MenuItem) -> Any:
+    return item.available
 
 
 PIZZA_COLUMNS: tuple[Column, ...] = (
@@ -49,5 +57,20 @@ TOPPING_COLUMNS: tuple[Column, ...] = (
         type="number",
         description="The cost of one portion of the topping.",
         cell=topping_cost_cell,
+    ),
+)
+
+MENU_ITEM_COLUMNS: tuple[Column, ...] = (
+    Column(
+        name="Price",
+        type="number",
+        description="The sum of the current cost of each topping times its quantity.",
+        cell=menu_item_price_cell,
+    ),
+    Column(
+        name="Available",
+        type="boolean",
+        description="Whether every topping of the pizza exists.",
+        cell=menu_item_available_cell,
     ),
 )

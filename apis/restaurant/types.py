@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from apis.restaurant import v1alpha1, v1beta1
-from apis.restaurant.tables import PIZZA_COLUMNS, TOPPING_COLUMNS
+from apis.restaurant.tables import MENU_ITEM_COLUMNS, PIZZA_COLUMNS, TOPPING_COLUMNS
 from apis.runtime.declare import declare_kind
 from apis.runtime.hub_shape import nested_class
+from apis.runtime.kinds import READ_VERBS
 from apis.runtime.scale import ScaleSubresource
 
 GROUP_NAME = "restaurant.programming-kubernetes.info"
@@ -49,6 +50,20 @@ PIZZA_KIND, _pizza = declare_kind(
     # kubectl scale / an HPA set spec.replicas; a controller reports the baked ones in status.
     scale=ScaleSubresource(spec_replicas_path=".spec.replicas", status_replicas_path=".status.replicas"),
 )
+# One per pizza, computed by the server and never stored (registry/restaurant/menu.py): it serves reads
+# only. v1beta1 is its storage version only in name: the form its objects are kept in, in memory.
+MENU_ITEM_KIND, _menu_item = declare_kind(
+    "MenuItem",
+    hub_version=v1beta1.VERSION,
+    versions={v1beta1.VERSION: v1beta1.MENU_ITEM, v1alpha1.VERSION: v1alpha1.MENU_ITEM},
+    storage_version=STORAGE_VERSION,
+    namespaced=True,
+    module=__name__,
+    names={"toppings": "MenuItemTopping"},
+    columns=MENU_ITEM_COLUMNS,
+    verbs=READ_VERBS,
+    stored=False,
+)
 
 if TYPE_CHECKING:
     # The classes are generated from the schema at import time, so a type checker cannot see their
@@ -60,8 +75,9 @@ if TYPE_CHECKING:
     PizzaSpec: TypeAlias = Any
     PizzaStatus: TypeAlias = Any
     PizzaTopping: TypeAlias = Any
+    MenuItem: TypeAlias = Any
 else:
-    Topping, Pizza = _topping, _pizza
+    Topping, Pizza, MenuItem = _topping, _pizza, _menu_item
     ToppingSpec = nested_class(Topping, "spec")
     PizzaSpec = nested_class(Pizza, "spec")
     PizzaStatus = nested_class(Pizza, "status")

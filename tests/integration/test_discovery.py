@@ -67,7 +67,8 @@ async def test_apis_aggregated(api, accept: str, version: str) -> None:
     assert [v["version"] for v in group["versions"]] == ["v1beta1", "v1alpha1"]
     for v in group["versions"]:
         by_name = {res["resource"]: res for res in v["resources"]}
-        assert set(by_name) == {"pizzas", "toppings"}
+        assert set(by_name) == {"menuitems", "pizzas", "toppings"}
+        assert by_name["menuitems"]["verbs"] == ["get", "list", "watch"]
         pizzas, toppings = by_name["pizzas"], by_name["toppings"]
         assert pizzas["scope"] == "Namespaced" and toppings["scope"] == "Cluster"
         assert pizzas["responseKind"] == {"group": GROUP, "version": v["version"], "kind": "Pizza"}
@@ -115,6 +116,7 @@ async def test_api_resource_list(api, version: str) -> None:
     )
     by_name = {res["name"]: res for res in body["resources"]}
     assert list(by_name) == [
+        "menuitems",
         "pizzas",
         "pizzas/bill",
         "pizzas/oven",
@@ -131,6 +133,8 @@ async def test_api_resource_list(api, version: str) -> None:
     }
     # A connecter's kind is its options' (pods/exec: PodExecOptions).
     assert (by_name["pizzas/oven"]["kind"], by_name["pizzas/oven"]["verbs"]) == ("PizzaOvenOptions", ["get"])
+    assert by_name["menuitems"]["verbs"] == ["get", "list", "watch"]
+    assert "storageVersionHash" not in by_name["menuitems"]
     assert by_name["pizzas"]["namespaced"] is True
     assert by_name["pizzas"]["kind"] == "Pizza"
     assert by_name["pizzas"]["singularName"] == "pizza"

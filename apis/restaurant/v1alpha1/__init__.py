@@ -6,12 +6,13 @@ Only a Pizza's toppings differ from the hub's shape (conversion.py); the rest co
 from __future__ import annotations
 
 from apis.restaurant.v1alpha1.conversion import pizza_down, pizza_up
-from apis.restaurant.v1alpha1.schema import PIZZA_SCHEMA, TOPPING_SCHEMA
+from apis.restaurant.v1alpha1.schema import MENU_ITEM_SCHEMA, PIZZA_SCHEMA, TOPPING_SCHEMA
 from apis.runtime.declare import Version
 
 VERSION = "v1alpha1"
 
 TOPPING = Version(TOPPING_SCHEMA)
 PIZZA = Version(PIZZA_SCHEMA, up=pizza_up, down=pizza_down)
+MENU_ITEM = Version(MENU_ITEM_SCHEMA)
 
-__all__ = ["PIZZA", "TOPPING", "VERSION"]
+__all__ = ["MENU_ITEM", "PIZZA", "TOPPING", "VERSION"]

@@ -8,10 +8,12 @@ that they are documented.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from apis.meta.schemas import object_schema
 from apis.restaurant.rules import COST_MAY_AT_MOST_DOUBLE, PORTIONS_MESSAGE
+from apis.restaurant.v1beta1 import schema as v1beta1_schema
 from apis.restaurant.validation import MAX_QUANTITY, MAX_TOPPINGS
 
 DEFAULT_TOPPINGS: tuple[str, ...] = ("salami", "mozzarella", "tomato")
@@ -90,3 +92,7 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
         },
     },
 )
+
+# The menu was added after both versions existed and has one shape in both: v1alpha1's toppings as
+# repeated names are a pizza's, not a menu item's.
+MENU_ITEM_SCHEMA: dict[str, Any] = copy.deepcopy(v1beta1_schema.MENU_ITEM_SCHEMA)

@@ -130,3 +130,45 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
         },
     },
 )
+
+# A MenuItem is computed by the server from a Pizza and the Toppings' current costs; nothing of it is
+# stored, and it cannot be written (registry/restaurant/menu.py).
+MENU_ITEM_SCHEMA: dict[str, Any] = object_schema(
+    "MenuItem is a pizza as the menu shows it: its toppings, its price from the toppings' current "
+    "costs, and whether every topping is available. The server computes one for every Pizza, with "
+    "the pizza's name, namespace and labels; menu items are read-only.",
+    {
+        "toppings": {
+            "type": "array",
+            "description": "toppings are the pizza's toppings with their number of portions.",
+            "items": {
+                "type": "object",
+                "description": "MenuItemTopping is a topping of the pizza with its number of portions.",
+                "required": ["name", "quantity"],
+                "properties": {
+                    "name": {"type": "string", "description": "name is the name of a Topping object."},
+                    "quantity": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "quantity is how many portions of the topping are on the pizza.",
+                    },
+                },
+            },
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+        },
+        "price": {
+            "type": "number",
+            "minimum": 0,
+            "description": (
+                "price is the sum of the current cost of each topping times its quantity "
+                "(toppings that do not exist count nothing)."
+            ),
+        },
+        "available": {
+            "type": "boolean",
+            "description": "available is true when every topping of the pizza exists.",
+        },
+    },
+    required=["price", "available"],
+)

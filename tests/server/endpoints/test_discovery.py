@@ -60,7 +60,15 @@ def test_api_resource_list_for_restaurant() -> None:
     assert doc["kind"] == "APIResourceList" and doc["apiVersion"] == "v1"
     assert doc["groupVersion"] == f"{GROUP.group}/v1beta1"
     by_name = {r["name"]: r for r in doc["resources"]}
-    assert list(by_name) == ["pizzas", "pizzas/scale", "pizzas/status", "toppings"]
+    assert list(by_name) == ["menuitems", "pizzas", "pizzas/scale", "pizzas/status", "toppings"]
+    # Served by a class of the group's own: its reads only, and no storage version to hash.
+    assert by_name["menuitems"] == {
+        "name": "menuitems",
+        "singularName": "menuitem",
+        "namespaced": True,
+        "kind": "MenuItem",
+        "verbs": ["get", "list", "watch"],
+    }
     assert by_name["pizzas"] == {
         "name": "pizzas",
         "singularName": "pizza",
@@ -119,7 +127,9 @@ def test_aggregated_discovery_shape(version: str, example_group: GroupInfo) -> N
     for entry in restaurant["versions"]:
         assert entry["freshness"] == "Current"
         resources = {r["resource"]: r for r in entry["resources"]}
-        assert set(resources) == {"pizzas", "toppings"}
+        assert set(resources) == {"menuitems", "pizzas", "toppings"}
+        assert resources["menuitems"]["verbs"] == ["get", "list", "watch"]
+        assert "subresources" not in resources["menuitems"]
         pizzas = resources["pizzas"]
         assert pizzas["responseKind"] == {"group": GROUP.group, "version": entry["version"], "kind": "Pizza"}
         assert pizzas["scope"] == "Namespaced"

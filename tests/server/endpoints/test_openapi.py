@@ -85,7 +85,32 @@ def _expected(group: GroupInfo, version: str, kind: KindInfo) -> dict[str, tuple
     ops = _verb_operations(group.group, version, kind)
     if "status" not in kind.subresources:
         ops = {k: v for k, v in ops.items() if not k.startswith("status-")}
-    return ops
+    # Only the verbs the kind serves (a storage-less kind's reads): "watchlist" is the verb watch.
+    return {
+        k: v
+        for k, v in ops.items()
+        if k.startswith("status-") or ("watch" if k == "watchlist" else k) in kind.verbs
+    }
+
+
+def test_v2_paths_of_a_read_only_kind() -> None:
+    """A kind served by a class of its own has no paths or operations for the verbs it does not serve."""
+    doc = openapi_v2([GROUP], patch_types=PATCH_TYPES, version_info={"gitVersion": "v0.0.1"})
+    for version in GROUP.versions:
+        prefix = f"/apis/{GROUP.group}/{version}"
+        menu = {
+            path: sorted(set(ops) & set(METHODS))
+            for path, ops in doc["paths"].items()
+            if path.startswith(f"{prefix}/") and "/menuitems" in path
+        }
+        assert menu == {
+            f"{prefix}/menuitems": ["get"],
+            f"{prefix}/namespaces/{{namespace}}/menuitems": ["get"],
+            f"{prefix}/namespaces/{{namespace}}/menuitems/{{name}}": ["get"],
+            f"{prefix}/watch/menuitems": ["get"],
+            f"{prefix}/watch/namespaces/{{namespace}}/menuitems": ["get"],
+            f"{prefix}/watch/namespaces/{{namespace}}/menuitems/{{name}}": ["get"],
+        }
 
 
 @pytest.fixture(params=["restaurant", "example"])
@@ -270,7 +295,7 @@ def test_v3_every_verb_has_an_operation(group: GroupInfo) -> None:
         assert doc["openapi"].startswith("3.0")
         assert all(p.startswith(f"/apis/{group.group}/{version}/") for p in doc["paths"])
         for kind in group.kinds:
-            if version not in kind.versions:
+            if version not in kind.versions or "patch" not in kind.verbs:
                 continue
             gvk = {"group": group.group, "version": version, "kind": kind.kind}
             schema = doc["components"]["schemas"][definition_name(group.group, version, kind.kind)]
@@ -296,7 +321,7 @@ def test_v3_kubectl_finds_field_validation_on_every_patch(group: GroupInfo) -> N
     # so every such PATCH must list fieldValidation among its *own* parameters.
     for version, doc in _v3_docs(group).items():
         for kind in group.kinds:
-            if version not in kind.versions:
+            if version not in kind.versions or "patch" not in kind.verbs:
                 continue
             gvk = {"group": group.group, "version": version, "kind": kind.kind}
             patches = [
