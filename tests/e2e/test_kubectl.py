@@ -20,13 +20,15 @@ pytestmark = pytest.mark.e2e
 GROUP = "restaurant.programming-kubernetes.info"
 
 
-def test_api_resources_lists_both_kinds(server_process: ServerProcess) -> None:
+def test_api_resources_lists_every_kind(server_process: ServerProcess) -> None:
     out = server_process.kubectl("api-resources", f"--api-group={GROUP}", "-o", "wide").stdout
     lines = {line.split()[0]: line for line in out.splitlines()[1:]}
-    assert set(lines) == {"pizzas", "toppings"}
+    assert set(lines) == {"menuitems", "pizzas", "toppings"}
     assert f"{GROUP}/v1beta1" in lines["pizzas"] and "true" in lines["pizzas"].split()
     assert "false" in lines["toppings"].split()
     assert "create,delete,deletecollection,get,list,patch,update,watch" in lines["pizzas"].replace(" ", ",")
+    # The menu is read-only.
+    assert lines["menuitems"].split()[4] == "get,list,watch", lines["menuitems"]
 
 
 def test_apply_examples_creates_everything(server_process: ServerProcess) -> None:
