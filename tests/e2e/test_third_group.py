@@ -1,11 +1,7 @@
 """Adding a third API group touches no file outside apis/<group>/, registry/<group>/ and the entry point.
 
-Done as a fork would do it: a copy of the project's packages and pyproject.toml, to which this test
-adds `apis/gizmo/`, `registry/gizmo/` and one line under
-`[project.entry-points."pizza_apiserver.api_groups"]`, and nothing else. The distribution's metadata
-is written from the fork's pyproject.toml as `pip install -e .` writes it (entry_points.txt, under the
-same distribution name, so it stands in for the installed one), and `python -m server` runs from the
-fork, so every package the server imports is the fork's copy. The real kubectl then drives the new
+Done as a fork would do it (tests/fixtures/fork.py): `apis/gizmo/`, `registry/gizmo/` and one entry
+point added to a copy of the project, whose `python -m server` the real kubectl then drives, the new
 group next to the two shipped ones.
 
 One server for the module; tests run in file order like a user session.
@@ -13,23 +9,25 @@ One server for the module; tests run in file order like a user session.
 
 from __future__ import annotations
 
-import filecmp
 import json
-import shutil
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from server.installed import ENTRY_POINT_GROUP
-from tests.fixtures.server import REPO, ServerProcess, start_server_process
+from tests.fixtures.fork import (
+    added_pyproject_lines,
+    changed_files,
+    entry_point,
+    make_fork,
+    write_distribution_metadata,
+)
+from tests.fixtures.server import ServerProcess, start_server_process
 
 pytestmark = pytest.mark.e2e
 
 GROUP = "gizmo.example.com"
-PACKAGES = ("apis", "registry", "server", "storage")
-ENTRY_POINT = f'"{GROUP}" = "registry.gizmo.install:install"'
+ENTRY_POINT = entry_point(GROUP, "gizmo")
 
 # The whole group, as a fork writes it: one kind with a spec (a default and a minimum), a status
 # served through /status, a short name, a printer column and a validating admission plugin.
@@ -107,55 +105,10 @@ def install(storage: Interface) -> GroupInstallation:
 }
 
 
-def copy_project(fork: Path) -> None:
-    for package in PACKAGES:
-        shutil.copytree(REPO / package, fork / package, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "pyproject.toml", fork / "pyproject.toml")
-
-
-def add_group(fork: Path) -> None:
-    """The fork's whole change: the group's two folders and one entry point."""
-    for path, text in GROUP_FILES.items():
-        (fork / path).parent.mkdir(parents=True, exist_ok=True)
-        (fork / path).write_text(text)
-    pyproject = fork / "pyproject.toml"
-    table = f'[project.entry-points."{ENTRY_POINT_GROUP}"]\n'
-    text = pyproject.read_text()
-    assert text.count(table) == 1
-    pyproject.write_text(text.replace(table, table + ENTRY_POINT + "\n"))
-
-
-def changed_files(fork: Path) -> set[str]:
-    """Files of the fork that are not byte-for-byte the project's."""
-    changed = set()
-    for path in fork.rglob("*"):
-        if path.is_file() and "__pycache__" not in path.parts:
-            relative = path.relative_to(fork)
-            original = REPO / relative
-            if not original.is_file() or not filecmp.cmp(path, original, shallow=False):
-                changed.add(str(relative))
-    return changed
-
-
-def write_distribution_metadata(fork: Path, site: Path) -> None:
-    """What `pip install -e .` records of the fork that the server reads: its entry points."""
-    project = tomllib.loads((fork / "pyproject.toml").read_text())["project"]
-    info = site / f"pizza_apiserver-{project['version']}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
-    )
-    lines = []
-    for group, entries in project["entry-points"].items():
-        lines += [f"[{group}]", *(f"{name} = {value}" for name, value in entries.items()), ""]
-    (info / "entry_points.txt").write_text("\n".join(lines))
-
-
 @pytest.fixture(scope="module")
 def fork(tmp_path_factory: pytest.TempPathFactory) -> Path:
     fork = tmp_path_factory.mktemp("fork")
-    copy_project(fork)
-    add_group(fork)
+    make_fork(fork, GROUP_FILES, ENTRY_POINT)
     return fork
 
 
@@ -182,10 +135,7 @@ def gizmo(server: ServerProcess, name: str) -> dict:
 
 def test_the_fork_changes_only_the_groups_folders_and_the_entry_point(fork: Path) -> None:
     assert changed_files(fork) == {*GROUP_FILES, "pyproject.toml"}
-    before = (REPO / "pyproject.toml").read_text().splitlines()
-    after = (fork / "pyproject.toml").read_text().splitlines()
-    assert [line for line in after if line not in before] == [ENTRY_POINT]
-    assert len(after) == len(before) + 1
+    assert added_pyproject_lines(fork) == ([ENTRY_POINT], 1)
 
 
 def test_api_resources_lists_the_third_group_next_to_the_shipped_ones(server: ServerProcess) -> None:
