@@ -30,7 +30,7 @@ import contextlib
 import functools
 import logging
 import sqlite3
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -40,6 +40,7 @@ from storage.embedded_feed import Follower, Notifier
 from storage.embedded_lock import StorageInUse, StoreLock, inherited
 from storage.embedded_sqlite import CREATE, DELETE, PUT, RevisionLog, WriteOp
 from storage.interface import (
+    Companions,
     DeleteCheck,
     Event,
     EventType,
@@ -168,8 +169,12 @@ class EmbeddedStorage:
         if self._follower is not None:
             self._follower.start()
 
-    async def create(self, key: str, value: bytes) -> KeyValue:
-        written = await self._commit(WriteOp(CREATE, key, value))
+    async def create(
+        self, key: str, value: bytes, *, companions: Mapping[str, bytes] | None = None
+    ) -> KeyValue:
+        written = await self._commit(
+            WriteOp(CREATE, key, value, companions=tuple((companions or {}).items()))
+        )
         assert written is not None
         return self._after_write(written)
 
@@ -197,7 +202,12 @@ class EmbeddedStorage:
                 return self._after_write(written)
 
     async def delete(
-        self, key: str, *, check: DeleteCheck | None = None, cached: KeyValue | None = None
+        self,
+        key: str,
+        *,
+        check: DeleteCheck | None = None,
+        cached: KeyValue | None = None,
+        companions: Companions | None = None,
     ) -> KeyValue:
         while True:
             current, cached = cached or await self._call(self._log.current, key), None
@@ -205,7 +215,8 @@ class EmbeddedStorage:
                 raise NotFound(key)
             if check is not None:
                 await check(current)
-            deleted = await self._commit(WriteOp(DELETE, key, b"", current.mod_revision))
+            with_it = tuple(companions(current).items()) if companions is not None else ()
+            deleted = await self._commit(WriteOp(DELETE, key, b"", current.mod_revision, with_it))
             if deleted is not None:
                 self._after_write(deleted)
                 return deleted

@@ -38,6 +38,7 @@ from storage.embedded_feed import Notifier
 from storage.embedded_lock import SharedFile
 from storage.interface import (
     AlreadyExists,
+    CompanionExists,
     Event,
     EventType,
     FutureRevision,
@@ -66,12 +67,18 @@ CREATE, PUT, DELETE = "create", "put", "delete"
 @dataclass(frozen=True, slots=True)
 class WriteOp:
     """One write of a group commit: CREATE fails if the key exists; PUT and DELETE apply only while the
-    key's mod_revision is still `expected` (0 = absent, for PUT)."""
+    key's mod_revision is still `expected` (0 = absent, for PUT).
+
+    `companions` are written with a CREATE (each must be absent: CompanionExists) or deleted with a
+    DELETE (each only while it holds the given bytes), in the same transaction, each under the next
+    revision after the key's.
+    """
 
     kind: str
     key: str
     value: bytes = b""
     expected: int = 0
+    companions: tuple[tuple[str, bytes], ...] = ()
 
 
 def _one(outcomes: list[KeyValue | StorageError | None]) -> KeyValue | None:
@@ -204,7 +211,7 @@ class RevisionLog:
         precondition fails that write alone (its slot holds the error, or None for a compare-and-swap
         that lost), and a later write in the batch sees the earlier ones.
         """
-        applied: list[tuple[Event, int] | StorageError | None] = []
+        applied: list[tuple[builtins.list[Event], int] | StorageError | None] = []
         with self._write() as meta:
             revision = meta["revision"]
             for op in ops:
@@ -214,32 +221,47 @@ class RevisionLog:
                     applied.append(err)
                     continue
                 if outcome is not None:
-                    revision = outcome[0].revision
+                    revision = outcome[0][-1].revision
                 applied.append(outcome)
         return [self._committed(*outcome) if isinstance(outcome, tuple) else outcome for outcome in applied]
 
-    def _apply(self, op: WriteOp, revision: int) -> tuple[Event, int] | None:
-        """One write inside the open transaction, under `revision`: its event and create revision."""
+    def _apply(self, op: WriteOp, revision: int) -> tuple[builtins.list[Event], int] | None:
+        """One write inside the open transaction, from `revision` on: its events (the key's first, then
+        its companions') and the key's create revision."""
         key, live = op.key, self._live(op.key, _NOW)
         if op.kind == CREATE:
             if live is not None:
                 raise AlreadyExists(key)
-            self._append(key, revision=revision, create_revision=0, value=op.value)
-            return Event(EventType.ADDED, key, op.value, revision, None), revision
+            for companion, _ in op.companions:
+                if self._live(companion, _NOW) is not None:
+                    raise CompanionExists(companion)
+            events = []
+            for offset, (k, v) in enumerate(((key, op.value), *op.companions)):
+                self._append(k, revision=revision + offset, create_revision=0, value=v)
+                events.append(Event(EventType.ADDED, k, v, revision + offset, None))
+            return events, revision
         if op.kind == PUT:
             if (live.mod_revision if live else 0) != op.expected:
                 return None
             if live is None:
                 self._append(key, revision=revision, create_revision=0, value=op.value)
-                return Event(EventType.ADDED, key, op.value, revision, None), revision
+                return [Event(EventType.ADDED, key, op.value, revision, None)], revision
             self._append(key, revision=revision, create_revision=live.create_revision, value=op.value)
-            return Event(EventType.MODIFIED, key, op.value, revision, live.value), live.create_revision
+            return [Event(EventType.MODIFIED, key, op.value, revision, live.value)], live.create_revision
         if live is None or live.mod_revision != op.expected:
             return None
+        deleted = [self._tombstone(live, revision)]
+        for companion, holding in op.companions:
+            held = self._live(companion, _NOW)
+            if held is not None and held.value == holding:
+                deleted.append(self._tombstone(held, revision + len(deleted)))
+        return deleted, live.create_revision
+
+    def _tombstone(self, live: KeyValue, revision: int) -> Event:
         self._append(
-            key, revision=revision, create_revision=live.create_revision, value=live.value, deleted=True
+            live.key, revision=revision, create_revision=live.create_revision, value=live.value, deleted=True
         )
-        return Event(EventType.DELETED, key, live.value, revision, live.value), live.create_revision
+        return Event(EventType.DELETED, live.key, live.value, revision, live.value)
 
     def list(self, prefix: str, revision: int, start_key: str | None, limit: int) -> ListResult:
         """Keys under the directory `prefix` (ends in "/") at `revision` (0 = now) from `start_key` on."""
@@ -336,13 +358,15 @@ class RevisionLog:
         self._written = revision
         return revision
 
-    def _committed(self, event: Event, create_revision: int) -> KeyValue:
-        """Publish after COMMIT: directly when it is the next revision to deliver, else by catching up."""
-        if event.revision == self._delivered + 1:
-            self._delivered = event.revision
-            self._publish([event], event.revision, False)
+    def _committed(self, events: builtins.list[Event], create_revision: int) -> KeyValue:
+        """Publish after COMMIT: directly when they are the next revisions to deliver, else by catching
+        up. The KeyValue is the first event's (the written key; the rest are its companions)."""
+        if events[0].revision == self._delivered + 1:
+            self._delivered = events[-1].revision
+            self._publish(events, events[-1].revision, False)
         else:
             self.catch_up()
+        event = events[0]
         return KeyValue(event.key, event.value, create_revision, event.revision)
 
     @contextlib.contextmanager

@@ -3,14 +3,16 @@
 Every write is a single-key transaction guarded by a revision compare, so optimistic concurrency is
 etcd's, not ours: create requires create_revision == 0, update and delete require the mod_revision
 they read (kube's GuaranteedUpdate/conditionalDelete loop, retried with the fresh value etcd hands
-back in the transaction's else branch). Keys given to this class are relative ("/pizzas/ns/name");
-the configured prefix is added on the way in and removed on the way out.
+back in the transaction's else branch). A create or a delete may carry companion keys (an allocated
+number's, storage.interface) in the same transaction. Keys given to this class are relative
+("/pizzas/ns/name"); the configured prefix is added on the way in and removed on the way out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +32,8 @@ from storage.etcd_compactor import compact_to, compaction_request, recorded_comp
 from storage.etcd_watch import EtcdWatch, compacted_revision
 from storage.interface import (
     AlreadyExists,
+    CompanionExists,
+    Companions,
     DeleteCheck,
     FutureRevision,
     KeyValue,
@@ -170,19 +174,33 @@ class EtcdStorage:
 
     # -- Interface -------------------------------------------------------------------------------
 
-    async def create(self, key: str, value: bytes) -> KeyValue:
+    async def create(
+        self, key: str, value: bytes, *, companions: Mapping[str, bytes] | None = None
+    ) -> KeyValue:
         full = self._full(key)
+        writes = {full: value, **{self._full(k): v for k, v in (companions or {}).items()}}
         txn = rpc.TxnRequest(
             compare=[
-                rpc.Compare(result=rpc.Compare.EQUAL, target=rpc.Compare.CREATE, key=full, create_revision=0)
+                rpc.Compare(result=rpc.Compare.EQUAL, target=rpc.Compare.CREATE, key=k, create_revision=0)
+                for k in writes
             ],
-            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=full, value=value))],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=k, value=v)) for k, v in writes.items()],
+            # With companions, a failure says which keys exist, so the caller can tell them apart.
+            failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=k, count_only=True)) for k in writes]
+            if companions
+            else [],
         )
-        resp = await self._txn(txn, key)
-        if not resp.succeeded:
-            raise AlreadyExists(key)
-        revision = resp.header.revision
-        return KeyValue(key, value, revision, revision)
+        while True:
+            resp = await self._txn(txn, key)
+            if resp.succeeded:
+                revision = resp.header.revision
+                return KeyValue(key, value, revision, revision)
+            if not companions or resp.responses[0].response_range.count:
+                raise AlreadyExists(key)
+            for companion, answer in zip(companions, resp.responses[1:], strict=True):
+                if answer.response_range.count:
+                    raise CompanionExists(companion)
+            # Every key was deleted between the compare and the reads: try again.
 
     async def get(self, key: str, *, revision: int = 0) -> KeyValue:
         resp = await self._range(rpc.RangeRequest(key=self._full(key), revision=revision), key)
@@ -238,7 +256,12 @@ class EtcdStorage:
             current = self._kv(kvs[0]) if kvs else None
 
     async def delete(
-        self, key: str, *, check: DeleteCheck | None = None, cached: KeyValue | None = None
+        self,
+        key: str,
+        *,
+        check: DeleteCheck | None = None,
+        cached: KeyValue | None = None,
+        companions: Companions | None = None,
     ) -> KeyValue:
         full = self._full(key)
         if cached is not None:
@@ -251,6 +274,10 @@ class EtcdStorage:
         while True:
             if check is not None:
                 await check(current)
+            # prev_kv: the value deleted, which a `cached` revision alone does not carry.
+            success = [rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=full, prev_kv=True))]
+            if companions is not None:
+                success += [_delete_holding(self._full(k), v) for k, v in companions(current).items()]
             txn = rpc.TxnRequest(
                 compare=[
                     rpc.Compare(
@@ -260,8 +287,7 @@ class EtcdStorage:
                         mod_revision=current.mod_revision,
                     )
                 ],
-                # prev_kv: the value deleted, which a `cached` revision alone does not carry.
-                success=[rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=full, prev_kv=True))],
+                success=success,
                 failure=[rpc.RequestOp(request_range=rpc.RangeRequest(key=full))],
             )
             resp_txn = await self._txn(txn, key)
@@ -340,6 +366,16 @@ class EtcdStorage:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._compactor
         await self._conn.close()
+
+
+def _delete_holding(key: bytes, value: bytes) -> rpc.RequestOp:
+    """A nested Txn (etcd >= 3.3): delete `key` only while it holds `value`, whatever else happens."""
+    return rpc.RequestOp(
+        request_txn=rpc.TxnRequest(
+            compare=[rpc.Compare(result=rpc.Compare.EQUAL, target=rpc.Compare.VALUE, key=key, value=value)],
+            success=[rpc.RequestOp(request_delete_range=rpc.DeleteRangeRequest(key=key))],
+        )
+    )
 
 
 def directory(prefix: str) -> str:

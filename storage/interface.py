@@ -12,7 +12,7 @@ Revisions are global and monotonic, like etcd's: every write gets a new revision
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -71,6 +71,15 @@ class NotFound(StorageError):
 
 class AlreadyExists(StorageError):
     """create() on a key that exists (→ 409 AlreadyExists)."""
+
+
+class CompanionExists(StorageError):
+    """create() with companions found one of them (`key`) present: nothing was written.
+
+    Distinct from AlreadyExists, which is about the object itself (409): a companion records that
+    something the object holds (an allocated number, registry/generic/allocation.py) is taken, and
+    only the caller knows whether that means "try another" or a 422.
+    """
 
 
 class Conflict(StorageError):
@@ -139,12 +148,25 @@ class WatchStream(Protocol):
 # Called with the current value before a delete; raising aborts the delete (e.g. a uid mismatch).
 DeleteCheck = Callable[[KeyValue], Awaitable[None]]
 
+# Given the value about to be deleted, the companion keys that go with it, each with the bytes it must
+# still hold to be deleted (a companion holding anything else, or missing, is left alone).
+Companions = Callable[[KeyValue], Mapping[str, bytes]]
+
 
 class Interface(Protocol):
     """What the registry needs from a backend. Both backends pass tests/storage/conformance."""
 
-    async def create(self, key: str, value: bytes) -> KeyValue:
-        """Store a new key. Raises AlreadyExists."""
+    async def create(
+        self, key: str, value: bytes, *, companions: Mapping[str, bytes] | None = None
+    ) -> KeyValue:
+        """Store a new key. Raises AlreadyExists.
+
+        `companions` are other keys written in the same transaction, every one of them required to be
+        absent too (etcd: one Txn comparing every key's create_revision with 0): either all keys are
+        written or none. A companion that exists raises CompanionExists naming it; the object itself
+        existing is still AlreadyExists. Companions may get revisions of their own after the
+        object's (embedded store) or share its revision (etcd); the returned KeyValue is the object's.
+        """
         ...
 
     async def get(self, key: str, *, revision: int = 0) -> KeyValue:
@@ -174,7 +196,12 @@ class Interface(Protocol):
         ...
 
     async def delete(
-        self, key: str, *, check: DeleteCheck | None = None, cached: KeyValue | None = None
+        self,
+        key: str,
+        *,
+        check: DeleteCheck | None = None,
+        cached: KeyValue | None = None,
+        companions: Companions | None = None,
     ) -> KeyValue:
         """Delete a key and return its last value, with mod_revision set to the delete's revision
         (what kube reports as the deleted object's resourceVersion). `check` runs on every try.
@@ -182,7 +209,11 @@ class Interface(Protocol):
         passes it to `check` and deletes only while the key's mod_revision is still cached's,
         instead of reading again; a stale one only costs a retry with the current value. Only its
         key and mod_revision are relied on (a watch cache holds decoded objects, not the stored
-        bytes); the returned value is always the one actually deleted. Raises NotFound."""
+        bytes); the returned value is always the one actually deleted. Raises NotFound.
+
+        `companions`, called after `check` on every try with the value being deleted, names keys
+        deleted in the same transaction, each only while it still holds the given bytes. With
+        `companions`, a `cached` state is passed to it too, so it must then carry the value."""
         ...
 
     def watch(self, prefix: str, revision: int) -> WatchStream:
