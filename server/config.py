@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from registry.generic.allocation_repair import repair_every, repairs_for
 from registry.generic.cache.feed import GroupFeed
 from registry.generic.installation import GroupInstallation, attach_background_feed, attach_watch_cache
 from registry.generic.key_migration import move_legacy_keys
@@ -21,6 +22,7 @@ from server.audit.pipeline import AuditPipeline, build_audit
 from server.authn.delegated import Authentication, start_authentication
 from server.authz.delegated import authorizer_from_options
 from server.authz.interface import Authorizer
+from server.background_task import BackgroundTask
 from server.cluster.connections import ClusterConnections
 from server.options import Options
 from server.serving import certs
@@ -81,6 +83,8 @@ class Config:
     feeds: list[GroupFeed] = field(default_factory=list)
     # The cluster-backed admission plugins and their informers (empty when standalone).
     admission: Admission = field(default_factory=Admission)
+    # The repair of allocated numbers (registry/generic/allocation_repair.py); None when none.
+    allocation_repair: BackgroundTask | None = None
 
     async def close(self) -> None:
         """After the HTTP runner is cleaned up: flush audit (events of requests that were still running
@@ -91,9 +95,24 @@ class Config:
             await self.tls.stop()
         await self.admission.close()
         await self.security.close()
+        if self.allocation_repair is not None:
+            await self.allocation_repair.stop()
         for feed in self.feeds:
             await feed.stop()
         await self.storage.close()
+
+
+def start_allocation_repair(
+    options: Options, installations: list[GroupInstallation]
+) -> BackgroundTask | None:
+    """Every worker and server repairs (each step is a compare-and-swap), at start and periodically."""
+    repairs = repairs_for(store for installation in installations for store in installation.stores.values())
+    if not repairs:
+        return None
+    interval = options.groups.allocation_repair_interval
+    task = BackgroundTask("allocation-repair", lambda: repair_every(repairs, interval))
+    task.start()
+    return task
 
 
 def prepare_certs(options: Options) -> ServingCerts:
@@ -228,7 +247,8 @@ async def build_config(options: Options) -> Config:
         await storage.close()
         await security.close()
         raise
-    return Config(options, serving, tls, storage, installations, security, audit, feeds, admission)
+    repair = start_allocation_repair(options, installations)
+    return Config(options, serving, tls, storage, installations, security, audit, feeds, admission, repair)
 
 
 def write_admin_kubeconfig(config: Config, server_url: str) -> Path:

@@ -46,6 +46,7 @@ from apis.runtime.codec import Codec
 from apis.runtime.kinds import HubObject
 from registry.generic import metadata
 from registry.generic.admission import ValidateObject
+from registry.generic.allocation import Allocator
 from registry.generic.cache.stored import StoredObject
 from registry.generic.graceful_deletion import NOT_GRACEFUL, GracefulDeletion, before_delete, set_grace
 from registry.generic.options import DeleteOptions
@@ -71,6 +72,23 @@ class DeletingStore(Protocol):
     def graceful_deletion(self) -> GracefulDeletion | None: ...
 
     def key(self, namespace: str, name: str) -> str: ...
+
+    # The resource's allocated number, released with the object (None for most resources).
+    @property
+    def allocator(self) -> Allocator | None: ...
+
+
+async def delete_key(
+    store: DeletingStore, key: str, check: st.DeleteCheck, cached: st.KeyValue | None = None
+) -> st.KeyValue:
+    """The one place an object finally leaves storage: with the number key it holds, in the same
+    transaction (registry/generic/allocation.py), so a number is free exactly when its object is
+    gone. A cached state without its bytes cannot say which number to release: it is read again."""
+    allocator = store.allocator
+    if allocator is None:
+        return await store.storage.delete(key, check=check, cached=cached)
+    cached = cached if cached is not None and cached.value else None
+    return await store.storage.delete(key, check=check, cached=cached, companions=allocator.released_with)
 
 
 _GC_FINALIZERS = (FINALIZER_ORPHAN_DEPENDENTS, FINALIZER_DELETE_DEPENDENTS)
@@ -236,7 +254,7 @@ async def _delete_now(
             kv = await store.storage.get(key)
             await check(kv)
         else:
-            kv = await store.storage.delete(key, check=check, cached=read[0] if read else None)
+            kv = await delete_key(store, key, check, read[0] if read else None)
     except st.StorageError as e:
         raise interpret(e, store.resource, name) from e
     if checked and checked[0][0] == kv.value:
@@ -338,7 +356,7 @@ async def finish_deletion(store: DeletingStore, key: str, obj: HubObject, *, dry
     if dry_run:
         return obj
     try:
-        await store.storage.delete(key, check=same_object)
+        await delete_key(store, key, same_object)
     except st.NotFound:
         pass
     except st.StorageError as e:
@@ -381,9 +399,9 @@ async def delete_listed(
 
     try:
         try:
-            await store.storage.delete(item.key, check=check, cached=cached)
+            await delete_key(store, item.key, check, cached)
         except _Stale:
-            await store.storage.delete(item.key, check=check)
+            await delete_key(store, item.key, check)
     except st.StorageError as e:
         raise interpret(e, store.resource, name) from e
 

@@ -20,6 +20,7 @@ from apis.runtime.codec import Codec
 from apis.runtime.kinds import HubObject
 from registry.generic import deletion, metadata, paging
 from registry.generic.admission import ValidateObject
+from registry.generic.allocation import Allocation, Allocator, Reservation
 from registry.generic.cache.feed import Unserved
 from registry.generic.cache.resource_cache import ResourceCache
 from registry.generic.cache.stored import StoredObject
@@ -64,12 +65,22 @@ class Store:
     delete_collection_workers: int = DEFAULT_WORKERS
     # Updates of one key queue here rather than race each other's compare-and-swap (key_locks.py).
     update_locks: KeyLocks = field(default_factory=KeyLocks)
+    # A number field every created object gets, unique across the resource (allocation.py).
+    allocation: Allocation | None = None
+    allocator: Allocator | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.allocation is not None:
+            self.allocator = Allocator(self.allocation, self.codec, self.storage)
 
     def new_cache(self) -> ResourceCache:
         """An empty cache for this resource; a GroupFeed fills it."""
-        return ResourceCache(
+        cache = ResourceCache(
             self.codec, resource_prefix(self.codec.group, self.codec.kind.resource), self.selectable_fields
         )
+        if self.allocator is not None:
+            cache.observers.append(self.allocator)
+        return cache
 
     @property
     def resource(self) -> GroupResource:
@@ -216,34 +227,81 @@ class Store:
         self, obj: HubObject, old: HubObject | None, strategy: Strategy, write: WriteOptions
     ) -> None:
         """Every check of the registry (registry/generic/validation.py), then validating admission."""
+        if (
+            old is not None
+            and self.allocator is not None
+            and (immutable := self.allocator.validate_update(obj, old))
+        ):
+            raise errors.invalid(self.group_kind, obj.metadata.get("name") or "", immutable)
         validate_write(self.codec, strategy, obj, old, write)
         await write.admission(obj, old)
 
     async def create(self, obj: HubObject, write: WriteOptions | None = None) -> HubObject:
-        """Create `obj` (a hub object already through mutating admission): prepare → validate →
-        validating admission → storage, a generated name tried again on a collision."""
+        """Create `obj` (a hub object already through mutating admission): prepare → allocate →
+        validate → validating admission → storage, a generated name or a number chosen by the
+        server tried again on a collision."""
         write = write or WriteOptions()
         generated = not obj.metadata.get("name") and bool(obj.metadata.get("generateName"))
         self._prepare(obj, None, self.strategy, write)
+        lost: set[int] = set()  # numbers this create lost to another one
         for attempt in range(GENERATE_NAME_ATTEMPTS):
             if generated:
                 obj.metadata["name"] = self.name_generator(obj.metadata["generateName"])
-            await self._validate(obj, None, self.strategy, write)
-            name = obj.metadata["name"]
-            key = self.key(obj.metadata.get("namespace", ""), name)
+            reservation = await self._reserve(obj, write, lost) if self.allocator is not None else None
+            written = False
             try:
-                if write.dry_run:
-                    await self._require_absent(key, name)
-                    return obj
-                kv = await self.storage.create(key, self.codec.encode(obj))
-            except st.AlreadyExists as e:
-                if generated and attempt + 1 < GENERATE_NAME_ATTEMPTS:
+                await self._validate(obj, None, self.strategy, write)
+                name = obj.metadata["name"]
+                key = self.key(obj.metadata.get("namespace", ""), name)
+                try:
+                    if write.dry_run:
+                        await self._require_absent(key, name)
+                        if reservation is not None and not reservation.chosen:
+                            await self._allocator.check_free(obj, reservation.number)
+                        return obj
+                    if reservation is None:
+                        kv = await self.storage.create(key, self.codec.encode(obj))
+                    else:
+                        companions = self._allocator.companions(key, obj, reservation.number)
+                        kv = await self.storage.create(key, self.codec.encode(obj), companions=companions)
+                    written = True
+                except st.CompanionExists as e:
+                    assert reservation is not None
+                    if not reservation.chosen:
+                        raise self._allocator.taken(obj, reservation.number) from e
+                    lost.add(reservation.number)
+                    self._allocator.unset(obj)  # choose another on the next try
                     continue
-                raise await self._create_conflict(key, obj) from e
-            except st.StorageError as e:
-                raise interpret(e, self.resource, name) from e
-            return self._with_rv(obj, kv.mod_revision)
-        raise AssertionError("unreachable")
+                except st.AlreadyExists as e:
+                    if generated and attempt + 1 < GENERATE_NAME_ATTEMPTS:
+                        if reservation is not None and reservation.chosen:
+                            self._allocator.unset(obj)
+                        continue
+                    raise await self._create_conflict(key, obj) from e
+                except st.StorageError as e:
+                    raise interpret(e, self.resource, name) from e
+                return self._with_rv(obj, kv.mod_revision)
+            finally:
+                if reservation is not None:
+                    self._allocator.done(reservation, written=written)
+        raise errors.internal_error("failed to create the object: too many collisions, try again")
+
+    @property
+    def _allocator(self) -> Allocator:
+        assert self.allocator is not None
+        return self.allocator
+
+    async def _reserve(self, obj: HubObject, write: WriteOptions, lost: set[int]) -> Reservation:
+        """kube's BeginCreate: the number is set before validation and validating admission see the
+        object; nothing is written until the create's own transaction."""
+        cached = self.cache is not None and self.cache.feed.ready
+        try:
+            reservation = await self._allocator.reserve(obj, cached=cached, excluded=lost)
+        except st.StorageError as e:
+            raise interpret(e, self.resource, obj.metadata.get("name", "")) from e
+        if reservation.chosen:
+            self._allocator.sync_decoded(obj, write)
+        return reservation
 
     async def _require_absent(self, key: str, name: str) -> None:
         """A dry-run create collides like a real one (kube's DryRunnableStorage.Create: KeyExists)."""
@@ -308,6 +366,10 @@ class Store:
                 steps = self.strategy
             obj = await updated(copy.deepcopy(old) if old is not None else None)
             self._check_identity(obj, namespace, name)
+            if self.allocator is not None:
+                if old is None:
+                    raise _CreateInstead(obj)  # the number is written with the object: create()
+                self.allocator.keep_on_update(obj, old)
             if old is not None:
                 self._check_preconditions(obj, old, steps)
             self._prepare(obj, old, steps, write)
@@ -327,6 +389,8 @@ class Store:
                 kv = await self.storage.guaranteed_update(key, attempt, ignore_not_found=True)
         except _EmptiedFinalizers as emptied:
             return await deletion.finish_deletion(self, key, emptied.obj, dry_run=write.dry_run), False
+        except _CreateInstead as creating:
+            return await self.create(creating.obj, write), True
         except st.StorageError as e:
             raise interpret(e, self.resource, name) from e
         return self.decode(kv), created
@@ -401,6 +465,15 @@ class Store:
             self.delete_collection_workers,
             page_size=0 if self.cache is not None else PAGE_SIZE,
         )
+
+
+class _CreateInstead(Exception):
+    """Raised inside an update that would create an object of a resource with an allocated field: its
+    number is written with it, which only create() does."""
+
+    def __init__(self, obj: HubObject) -> None:
+        super().__init__("create instead")
+        self.obj = obj
 
 
 class _EmptiedFinalizers(Exception):

@@ -183,7 +183,7 @@ async def any_api(api_server: RunningServer) -> AsyncIterator[Api]:
 
 
 @contextlib.asynccontextmanager
-async def _server_with_storage(data_dir: Path, *extra: str) -> AsyncIterator[tuple[RunningServer, Any]]:
+async def server_with_storage(data_dir: Path, *extra: str) -> AsyncIterator[tuple[RunningServer, Any]]:
     options = parse_args(server_args(data_dir, *extra)).complete()
     assert not options.validate(), options.validate()
     config = await build_config(options)
@@ -215,7 +215,7 @@ async def storage_api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
             unique_prefix(),
         ]
     async with (
-        _server_with_storage(tmp_path / "data", *extra) as (server, storage),
+        server_with_storage(tmp_path / "data", *extra) as (server, storage),
         server.session() as session,
     ):
         # The flags that name this server's storage, for commands run next to it (migrate-storage).

@@ -14,25 +14,32 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# v1alpha1 has no spec.replicas / status.replicas (added with v1beta1). kube's way for a field an
-# older version lacks (api_changes.md, e.g. autoscaling/v1 HPA metrics): the older version carries it
-# in an annotation, so hub → v1alpha1 → hub loses nothing and a v1alpha1 client that writes back what
-# it read keeps the replicas. The hub never keeps these annotations: they become the fields again.
+# v1alpha1 has no spec.replicas / status.replicas / spec.orderNumber (added with v1beta1). kube's way
+# for a field an older version lacks (api_changes.md, e.g. autoscaling/v1 HPA metrics): the older
+# version carries it in an annotation, so hub → v1alpha1 → hub loses nothing and a v1alpha1 client
+# that writes back what it read keeps the field. The hub never keeps these annotations: they become
+# the fields again.
 SPEC_REPLICAS_ANNOTATION = "restaurant.programming-kubernetes.info/spec.replicas"
 STATUS_REPLICAS_ANNOTATION = "restaurant.programming-kubernetes.info/status.replicas"
-_REPLICAS = (("spec", SPEC_REPLICAS_ANNOTATION), ("status", STATUS_REPLICAS_ANNOTATION))
+ORDER_NUMBER_ANNOTATION = "restaurant.programming-kubernetes.info/spec.orderNumber"
+# (part, field, annotation)
+_CARRIED = (
+    ("spec", "replicas", SPEC_REPLICAS_ANNOTATION),
+    ("status", "replicas", STATUS_REPLICAS_ANNOTATION),
+    ("spec", "orderNumber", ORDER_NUMBER_ANNOTATION),
+)
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 
 
 def _from_annotation(text: str) -> int | str:
-    """An integer when the annotation holds one; anything else stays a string, which hub validation
-    rejects (422 naming spec.replicas) instead of silently dropping what the client wrote."""
+    """An integer when the annotation holds one; anything else stays a string, which the hub rejects
+    (422 naming spec.replicas or spec.orderNumber) instead of silently dropping what the client wrote."""
     return int(text) if _INTEGER.fullmatch(text) else text
 
 
 def pizza_up(obj: dict[str, Any]) -> dict[str, Any]:
-    """v1alpha1 → hub shape: repeated names become one entry with a quantity; the replicas
-    annotations become the fields."""
+    """v1alpha1 → hub shape: repeated names become one entry with a quantity; the replicas and order
+    number annotations become the fields."""
     spec = obj.get("spec") or {}
     portions: dict[str, int] = {}
     for name in spec.get("toppings") or []:
@@ -43,13 +50,13 @@ def pizza_up(obj: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(metadata, dict):
         return out
     annotations = metadata.get("annotations")
-    if not isinstance(annotations, dict) or not any(key in annotations for _, key in _REPLICAS):
+    if not isinstance(annotations, dict) or not any(key in annotations for _, _, key in _CARRIED):
         return out
     annotations = dict(annotations)
-    for part, key in _REPLICAS:
+    for part, name, key in _CARRIED:
         if key in annotations:
             value = _from_annotation(str(annotations.pop(key)))
-            out[part] = {**(out.get(part) or {}), "replicas": value}
+            out[part] = {**(out.get(part) or {}), name: value}
     out["metadata"] = {**metadata, "annotations": annotations}
     if not annotations:
         del out["metadata"]["annotations"]
@@ -57,16 +64,17 @@ def pizza_up(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def pizza_down(obj: dict[str, Any]) -> dict[str, Any]:
-    """hub shape → v1alpha1: each topping's name once per portion; replicas move to annotations."""
+    """hub shape → v1alpha1: each topping's name once per portion; replicas and the order number move
+    to annotations."""
     spec = obj["spec"]
     names = [t.get("name", "") for t in spec.get("toppings", []) for _ in range(t.get("quantity", 1))]
     out = {**obj, "spec": {**spec, "toppings": names}}
     kept: dict[str, str] = {}
-    for part, key in _REPLICAS:
+    for part, name, key in _CARRIED:
         section = out.get(part)
-        if isinstance(section, dict) and "replicas" in section:
-            kept[key] = str(section["replicas"])
-            out[part] = {k: v for k, v in section.items() if k != "replicas"}
+        if isinstance(section, dict) and name in section:
+            kept[key] = str(section[name])
+            out[part] = {k: v for k, v in section.items() if k != name}
     if kept:
         metadata = out.get("metadata") or {}
         out["metadata"] = {**metadata, "annotations": {**(metadata.get("annotations") or {}), **kept}}

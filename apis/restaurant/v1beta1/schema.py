@@ -104,6 +104,16 @@ PIZZA_SCHEMA: dict[str, Any] = object_schema(
                         f"(kubectl scale) sets it. At most {MAX_REPLICAS}."
                     ),
                 },
+                # No default: the server allocates it on create (registry/restaurant/install.py).
+                "orderNumber": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": (
+                        "orderNumber identifies the pizza's order, unique among all pizzas. The server "
+                        "allocates a free one from its range (--order-numbers) when a create names "
+                        "none; a create may ask for one that is free. It cannot change afterwards."
+                    ),
+                },
             },
         },
         "status": {

@@ -60,6 +60,19 @@ class CacheFeed(Protocol):
     async def reach(self, revision: int) -> None: ...
 
 
+class CacheObserver(Protocol):
+    """Told of every change of what the cache holds, to keep a view of its own (the numbers taken,
+    registry/generic/allocation.py) without scanning the cache."""
+
+    def reset(self, objects: list[StoredObject]) -> None:
+        """The cache was (re)filled with exactly `objects`."""
+        ...
+
+    def changed(self, key: str, obj: StoredObject | None) -> None:
+        """`key` now holds `obj` (None: deleted)."""
+        ...
+
+
 class ResourceCache:
     def __init__(self, codec: Codec, prefix: str, selectable_fields: SelectableFields) -> None:
         self.codec = codec
@@ -72,6 +85,8 @@ class ResourceCache:
         self.feed: CacheFeed  # set by the feed that fills this cache
         # None for nearly every resource: nothing but this check is spent on it per event.
         self.observer: ObjectObserver | None = None
+        # Views kept over the whole cache (the numbers taken: registry/generic/allocation.py).
+        self.observers: list[CacheObserver] = []
 
     # --- filled by the feed ----------------------------------------------------------------------
 
@@ -91,6 +106,8 @@ class ResourceCache:
         self.window.reset(revision)
         if self.observer is not None:
             self.observer.filled(self.index.get)
+        for observer in self.observers:
+            observer.reset(objects)
 
     def apply(self, event: st.Event, now: float) -> CacheEvent | None:
         """Take in one storage event; returns it as the cache saw it (None: undecodable, skipped)."""
@@ -109,6 +126,8 @@ class ResourceCache:
             obj = self.ingest(key, event.value, event.revision)
             prev = self.index.put(obj) if obj is not None else self.index.remove(key)
             kind = st.EventType.MODIFIED if prev is not None else st.EventType.ADDED
+        for observer in self.observers:
+            observer.changed(key, None if kind is st.EventType.DELETED else obj)
         if obj is None:
             return None
         cached = CacheEvent(kind, event.revision, key, obj, prev)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from apis.restaurant.install import GROUP, PIZZA_KIND, TOPPING_KIND
 from apis.restaurant.types import Pizza, PizzaSpec, PizzaStatus, PizzaTopping, Topping, ToppingSpec
+from apis.restaurant.v1alpha1.conversion import ORDER_NUMBER_ANNOTATION
 from apis.restaurant.validation import validate_pizza, validate_topping
 from apis.schema import apply_defaults, prune, validate
 
@@ -58,7 +59,12 @@ pizza_toppings = st.lists(_TOPPING_NAMES, unique=True, max_size=6).flatmap(
 pizzas = st.builds(
     Pizza,
     metadata=metadata(namespaced=True),
-    spec=st.builds(PizzaSpec, toppings=pizza_toppings, replicas=st.none() | st.integers(0, 100)),
+    spec=st.builds(
+        PizzaSpec,
+        toppings=pizza_toppings,
+        replicas=st.none() | st.integers(0, 100),
+        order_number=st.none() | st.integers(1, 10**9),
+    ),
     status=st.builds(PizzaStatus, cost=st.none() | _COSTS, replicas=st.none() | st.integers(0, 10**6)),
 )
 
@@ -147,6 +153,17 @@ def test_v1alpha1_repeated_names_collapse_into_quantities(names: list[str]) -> N
     back = V1ALPHA1_PIZZA.from_hub(hub)["spec"]["toppings"]
     assert sorted(back) == sorted(names)
     assert V1ALPHA1_PIZZA.to_hub(V1ALPHA1_PIZZA.from_hub(hub)) == hub
+
+
+@given(pizza=pizzas, number=st.integers(1, 10**9))
+def test_v1alpha1_carries_the_order_number_in_an_annotation(pizza: Pizza, number: int) -> None:
+    pizza.spec.order_number = number
+    alpha = V1ALPHA1_PIZZA.from_hub(pizza)
+    assert "orderNumber" not in alpha["spec"]
+    assert alpha["metadata"]["annotations"][ORDER_NUMBER_ANNOTATION] == str(number)
+    back = V1ALPHA1_PIZZA.to_hub(alpha)
+    assert back.spec.order_number == number
+    assert ORDER_NUMBER_ANNOTATION not in (back.metadata.get("annotations") or {})
 
 
 def _with_type_meta(obj: dict[str, Any], kind: str, version: str) -> dict[str, Any]:
