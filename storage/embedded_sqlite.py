@@ -70,8 +70,8 @@ class WriteOp:
     key's mod_revision is still `expected` (0 = absent, for PUT).
 
     `companions` are written with a CREATE (each must be absent: CompanionExists) or deleted with a
-    DELETE (each only while it holds the given bytes), in the same transaction, each under the next
-    revision after the key's.
+    DELETE (each only while it holds the given bytes), in the same transaction, each under a revision
+    of its own just before the key's.
     """
 
     kind: str
@@ -226,8 +226,9 @@ class RevisionLog:
         return [self._committed(*outcome) if isinstance(outcome, tuple) else outcome for outcome in applied]
 
     def _apply(self, op: WriteOp, revision: int) -> tuple[builtins.list[Event], int] | None:
-        """One write inside the open transaction, from `revision` on: its events (the key's first, then
-        its companions') and the key's create revision."""
+        """One write inside the open transaction, from `revision` on: its events (its companions'
+        first, the key's last, so that the key's revision is the store's newest, as in etcd where
+        they share one) and the key's create revision."""
         key, live = op.key, self._live(op.key, _NOW)
         if op.kind == CREATE:
             if live is not None:
@@ -236,10 +237,10 @@ class RevisionLog:
                 if self._live(companion, _NOW) is not None:
                     raise CompanionExists(companion)
             events = []
-            for offset, (k, v) in enumerate(((key, op.value), *op.companions)):
+            for offset, (k, v) in enumerate((*op.companions, (key, op.value))):
                 self._append(k, revision=revision + offset, create_revision=0, value=v)
                 events.append(Event(EventType.ADDED, k, v, revision + offset, None))
-            return events, revision
+            return events, events[-1].revision
         if op.kind == PUT:
             if (live.mod_revision if live else 0) != op.expected:
                 return None
@@ -250,11 +251,12 @@ class RevisionLog:
             return [Event(EventType.MODIFIED, key, op.value, revision, live.value)], live.create_revision
         if live is None or live.mod_revision != op.expected:
             return None
-        deleted = [self._tombstone(live, revision)]
+        deleted = []
         for companion, holding in op.companions:
             held = self._live(companion, _NOW)
             if held is not None and held.value == holding:
                 deleted.append(self._tombstone(held, revision + len(deleted)))
+        deleted.append(self._tombstone(live, revision + len(deleted)))
         return deleted, live.create_revision
 
     def _tombstone(self, live: KeyValue, revision: int) -> Event:
@@ -360,13 +362,13 @@ class RevisionLog:
 
     def _committed(self, events: builtins.list[Event], create_revision: int) -> KeyValue:
         """Publish after COMMIT: directly when they are the next revisions to deliver, else by catching
-        up. The KeyValue is the first event's (the written key; the rest are its companions)."""
+        up. The KeyValue is the last event's (the written key; the others are its companions)."""
         if events[0].revision == self._delivered + 1:
             self._delivered = events[-1].revision
             self._publish(events, events[-1].revision, False)
         else:
             self.catch_up()
-        event = events[0]
+        event = events[-1]
         return KeyValue(event.key, event.value, create_revision, event.revision)
 
     @contextlib.contextmanager

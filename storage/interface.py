@@ -164,8 +164,9 @@ class Interface(Protocol):
         `companions` are other keys written in the same transaction, every one of them required to be
         absent too (etcd: one Txn comparing every key's create_revision with 0): either all keys are
         written or none. A companion that exists raises CompanionExists naming it; the object itself
-        existing is still AlreadyExists. Companions may get revisions of their own after the
-        object's (embedded store) or share its revision (etcd); the returned KeyValue is the object's.
+        existing is still AlreadyExists. Companions share the object's revision (etcd) or
+        get revisions of their own just before it (embedded store); either way the object's is the
+        newest, and the returned KeyValue is the object's.
         """
         ...
 

@@ -152,7 +152,10 @@ async def test_objects_are_stored_as_v1beta1_json_under_kube_key_layout(etcd_ser
         tomato = (await api.get(api.toppings_path(name="tomato"))).body
 
         raw = await etcdctl.get_prefix(prefix)
+        number = pizza["metadata"]["annotations"][f"{GROUP}/spec.orderNumber"]
         assert sorted(raw) == [
+            # The pizza's order number, held by its key and uid (registry/generic/allocation.py).
+            f"{prefix}/_allocations/{GROUP}/pizzas/spec.orderNumber/{number}",
             f"{prefix}/{GROUP}/pizzas/kitchen/margherita",
             f"{prefix}/{GROUP}/toppings/mozzarella",
             f"{prefix}/{GROUP}/toppings/tomato",
@@ -172,10 +175,16 @@ async def test_objects_are_stored_as_v1beta1_json_under_kube_key_layout(etcd_ser
                 # Stored as answered: who set which fields is part of the object.
                 "managedFields": pizza["metadata"]["managedFields"],
             },
-            "spec": {"toppings": [{"name": "tomato", "quantity": 1}, {"name": "mozzarella", "quantity": 2}]},
+            "spec": {
+                "toppings": [{"name": "tomato", "quantity": 1}, {"name": "mozzarella", "quantity": 2}],
+                "orderNumber": int(number),
+            },
             "status": {},
         }
         assert stored.mod_revision == stored.create_revision == rv(pizza)
+        owner = raw[f"{prefix}/_allocations/{GROUP}/pizzas/spec.orderNumber/{number}"]
+        assert owner.json == {"owner": f"/{GROUP}/pizzas/kitchen/margherita", "uid": pizza["metadata"]["uid"]}
+        assert owner.mod_revision == rv(pizza)  # written in the pizza's own transaction
         topping = raw[f"{prefix}/{GROUP}/toppings/tomato"]
         assert topping.json["apiVersion"] == V1B1 and topping.json["kind"] == "Topping"
         assert "resourceVersion" not in topping.json["metadata"]

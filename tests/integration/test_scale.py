@@ -11,6 +11,11 @@ SMP = "application/strategic-merge-patch+json"
 SPEC_ANNOTATION = f"{GROUP}/spec.replicas"
 
 
+def alpha_number(alpha: dict[str, Any]) -> int:
+    """The order number a v1alpha1 pizza carries in its annotation (checked to be an integer)."""
+    return int(alpha["metadata"]["annotations"][f"{GROUP}/spec.orderNumber"])
+
+
 def scale_path(api: Any, name: str, version: str = "v1beta1") -> str:
     return api.pizzas_path(version, name) + "/scale"
 
@@ -170,7 +175,11 @@ async def test_v1alpha1_keeps_replicas_in_an_annotation(api) -> None:
     r = await api.get(api.pizzas_path("v1alpha1", "margherita"))
     alpha = r.body
     assert "replicas" not in alpha["spec"] and "replicas" not in alpha.get("status", {})
-    assert alpha["metadata"]["annotations"] == {SPEC_ANNOTATION: "3", f"{GROUP}/status.replicas": "2"}
+    assert alpha["metadata"]["annotations"] == {
+        SPEC_ANNOTATION: "3",
+        f"{GROUP}/status.replicas": "2",
+        f"{GROUP}/spec.orderNumber": str(alpha_number(alpha)),
+    }
     # A v1alpha1 client writes back what it read, with another topping: replicas survive.
     alpha["spec"]["toppings"] = ["tomato", "tomato"]
     r = await api.put(api.pizzas_path("v1alpha1", "margherita"), alpha)
