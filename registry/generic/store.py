@@ -294,7 +294,8 @@ class Store:
     async def _reserve(self, obj: HubObject, write: WriteOptions, lost: set[int]) -> Reservation:
         """kube's BeginCreate: the number is set before validation and validating admission see the
         object; nothing is written until the create's own transaction."""
-        cached = self.cache is not None and self.cache.feed.ready
+        # After a lost race the cache is known to be behind: the number keys say what is taken.
+        cached = self.cache is not None and self.cache.feed.ready and not lost
         try:
             reservation = await self._allocator.reserve(obj, cached=cached, excluded=lost)
         except st.StorageError as e:
