@@ -240,10 +240,13 @@ async def test_dry_run_writes_nothing(storage_api: Api) -> None:
     assert set(await _number_keys(api)) == {3}
 
 
-@pytest.fixture(params=["embedded", "etcd"])
+@pytest.fixture(params=["embedded", "etcd", "no-watch-cache"])
 async def small_range_api(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Api]:
-    """A server allocating from 1-3 and repairing every 0.2 s."""
+    """A server allocating from 1-3 and repairing every 0.2 s (without a watch cache, the taken
+    numbers are read from the number keys)."""
     extra = ["--order-numbers", "1-3", "--allocation-repair-interval", "200ms"]
+    if request.param == "no-watch-cache":
+        extra.append("--watch-cache=false")
     if request.param == "etcd":
         etcd = request.getfixturevalue("etcd_server")
         extra += ["--etcd-servers", etcd.client_url, "--etcd-prefix", unique_prefix()]
