@@ -251,7 +251,7 @@ class RevisionLog:
             return [Event(EventType.MODIFIED, key, op.value, revision, live.value)], live.create_revision
         if live is None or live.mod_revision != op.expected:
             return None
-        deleted = []
+        deleted: builtins.list[Event] = []
         for companion, holding in op.companions:
             held = self._live(companion, _NOW)
             if held is not None and held.value == holding:

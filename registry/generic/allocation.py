@@ -150,6 +150,7 @@ class Allocator:
         self._holders.clear()
         for obj in objects:
             self._hold(obj.key, self._cached_number(obj))
+        self._recent.difference_update(self._holders)  # seen in the fill, not as events
         self.observing = True
 
     def changed(self, key: str, obj: StoredObject | None) -> None:
