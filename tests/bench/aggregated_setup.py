@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import orjson
 
@@ -124,16 +125,26 @@ async def start_ours(
     extra: tuple[str, ...] = (),
 ) -> ClusterServer:
     """pizza-apiserver on the cluster's etcd, delegating to the cluster, registered for restaurant only."""
-    cert, key = await cluster.mkcert(
-        bench.workdir / "ours-certs", "pizza-apiserver", "DNS:api.restaurant.svc"
-    )
+    flags = (*OUR_SERVER_FLAGS, *(["--max-connections", SCALE_MAX_CONNECTIONS] if scale else []), *extra)
+    return await start_registered(cluster, bench.workdir, command, flags)
+
+
+async def start_registered(
+    cluster: Cluster, workdir: Path, command: ServerCommand, flags: tuple[str, ...]
+) -> ClusterServer:
+    """Our server as a cluster runs it, registered behind the aggregator for restaurant's two versions.
+
+    On the cluster's etcd, delegating authentication and authorization to the cluster, serving a
+    certificate from the cluster CA with the name the aggregator checks for register.sh's APIService
+    (`api.restaurant.svc`). The benchmark and the e2e tests behind the real aggregator share it.
+    """
+    cert, key = await cluster.mkcert(workdir / "ours-certs", "pizza-apiserver", "DNS:api.restaurant.svc")
     kubeconfig = str(cluster.kubeconfig)
     args = [
         "--etcd-servers",
         cluster.etcd_url,
         "--etcd-prefix",
         "/registry",
-        *OUR_SERVER_FLAGS,
         "--authentication-kubeconfig",
         kubeconfig,
         "--authorization-kubeconfig",
@@ -144,13 +155,12 @@ async def start_ours(
         str(cert),
         "--tls-private-key-file",
         str(key),
-        *(["--max-connections", SCALE_MAX_CONNECTIONS] if scale else []),
-        *extra,
+        *flags,
     ]
     server = ClusterServer(
-        bench.workdir / "ours-data",
+        workdir / "ours-data",
         args,
-        bench.workdir / "pizza-apiserver.log",
+        workdir / "pizza-apiserver.log",
         command,
         cluster_tls=cluster.tls,
     )

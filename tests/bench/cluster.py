@@ -21,7 +21,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -252,11 +252,16 @@ def _down_leftovers() -> None:
 
 
 @contextlib.asynccontextmanager
-async def loopback_cluster(directory: Path, anchors: Anchors) -> AsyncIterator[Cluster]:
-    """up.sh in `directory` (fresh), yield the cluster, and always down.sh + kill what is left."""
+async def loopback_cluster(
+    directory: Path, anchors: Anchors, up_env: Mapping[str, str] | None = None
+) -> AsyncIterator[Cluster]:
+    """up.sh in `directory` (fresh), yield the cluster, and always down.sh + kill what is left.
+
+    `up_env` adds to up.sh's environment (e.g. APISERVER_EXTRA_ARGS for a flag of kube-apiserver).
+    """
     shutil.rmtree(directory, ignore_errors=True)
     directory.parent.mkdir(parents=True, exist_ok=True)
-    env = _base_env(directory, anchors)
+    env = {**_base_env(directory, anchors), **(up_env or {})}
     _live.add(directory)
     _envs[directory] = env
     try:
