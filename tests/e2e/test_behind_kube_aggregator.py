@@ -222,8 +222,9 @@ async def test_the_request_timeout_cuts_a_plain_follow_not_a_websocket(behind: B
             behind.session() as session,
             session.ws_connect(behind.aggregator_url + oven, protocols=("v5.channel.k8s.io",)) as ws,
         ):
-            assert await ws.receive_bytes() == b"\x01"
-            assert await ws.receive_bytes() == b"\x01created: spec.replicas=1\n"
+            async with asyncio.timeout(COMMAND_TIMEOUT):
+                assert await ws.receive_bytes() == b"\x01"
+                assert await ws.receive_bytes() == b"\x01created: spec.replicas=1\n"
 
             async def plain_http1() -> tuple[float, str]:
                 """HTTP/1.1 (aiohttp): the aggregator closes the connection without the last chunk."""
