@@ -1,4 +1,4 @@
-"""Through a real kube-aggregator (kube-apiserver 1.36.2): custom subresources, RBAC, the request timeout.
+"""Through a real kube-aggregator (kube-apiserver 1.36.2): issue 23's capabilities, RBAC, the request timeout.
 
 One loopback cluster and one server of ours for the whole module (tests/fixtures/kube_aggregator.py),
 registered for restaurant v1beta1 and v1alpha1. The cluster runs with `--request-timeout=8s`, so
@@ -260,3 +260,64 @@ async def test_the_request_timeout_cuts_a_plain_follow_not_a_websocket(behind: B
                 assert await ws.receive_bytes() == b'\x03{"metadata":{},"status":"Success"}'
     finally:
         await stop(follow)
+
+
+async def test_a_create_returns_its_order_number_and_a_second_cannot_take_it(
+    behind: BehindAggregator,
+) -> None:
+    first = orjson.loads(await behind.kubectl_ok("create", "-f", "-", "-o", "json", stdin=pizza("numbered")))
+    number = first["spec"]["orderNumber"]
+    assert isinstance(number, int) and 1 <= number <= 9999
+    taken = pizza("copycat").replace("replicas: 1", f"replicas: 1\n  orderNumber: {number}")
+    refused = await behind.kubectl("create", "-f", "-", stdin=taken)
+    assert refused.code != 0
+    assert f"spec.orderNumber: Invalid value: {number}" in refused.err
+    assert "already allocated" in refused.err
+    # Nothing half written: the refused pizza does not exist.
+    missing = await behind.kubectl("get", "pizza", "copycat")
+    assert missing.code != 0 and "NotFound" in missing.err
+
+
+async def test_a_graceful_delete_marks_the_pizza_then_the_server_removes_it(behind: BehindAggregator) -> None:
+    await bake(behind, "slow")
+    await behind.kubectl_ok("delete", "pizza", "slow", "--grace-period=2", "--wait=false")
+    marked = orjson.loads(await behind.kubectl_ok("get", "pizza", "slow", "-o", "json"))
+    assert marked["metadata"]["deletionGracePeriodSeconds"] == 2
+    assert marked["metadata"]["deletionTimestamp"]
+    # A longer period does not postpone it; the server removes it when the period is over.
+    await behind.kubectl_ok("delete", "pizza", "slow", "--grace-period=600", "--wait=false")
+    await behind.kubectl_ok("wait", "--for=delete", "pizza/slow", "--timeout=15s")
+
+
+async def test_menu_items_are_listed_and_watched_through_the_aggregator(behind: BehindAggregator) -> None:
+    await bake(behind, "menu-watch")
+    table = await behind.kubectl_ok("get", "menuitems", "menu-watch")
+    header, row = table.splitlines()[:2]
+    assert header.split()[:3] == ["NAME", "PRICE", "AVAILABLE"]
+    assert row.split()[:3] == ["menu-watch", "5.25", "true"]
+    watch = await behind.start_kubectl("get", "menuitems", "menu-watch", "-w", "-o", "json")
+    try:
+        await behind.kubectl_ok("patch", "topping", "pineapple", "--type=merge", "-p", '{"spec":{"cost":2}}')
+        prices: list[float] = []
+        buffer = b""
+        assert watch.stdout is not None
+        try:
+            async with asyncio.timeout(COMMAND_TIMEOUT):
+                while 6 not in prices:  # ham 2 * 2 + pineapple 1 * 2
+                    chunk = await watch.stdout.read(4096)
+                    assert chunk, "kubectl's watch ended"
+                    buffer += chunk
+                    prices = [float(p) for p in _prices(buffer.decode())]
+        except TimeoutError:
+            raise AssertionError(f"no new price in kubectl's watch: {buffer.decode()!r}") from None
+        assert prices[0] == 5.25
+    finally:
+        await stop(watch)
+        await behind.kubectl_ok(
+            "patch", "topping", "pineapple", "--type=merge", "-p", '{"spec":{"cost":1.25}}'
+        )
+
+
+def _prices(text: str) -> list[str]:
+    """The `"price": N` values in kubectl's stream of pretty-printed JSON objects."""
+    return [part.split(",")[0].split("\n")[0].strip() for part in text.split('"price": ')[1:]]
