@@ -1,4 +1,4 @@
-"""Through a real kube-aggregator (kube-apiserver 1.36.2): issue 23's capabilities, RBAC, the request timeout.
+"""Through a real kube-aggregator (kube-apiserver 1.36.2): what a CRD cannot do, RBAC, the timeout.
 
 One loopback cluster and one server of ours for the whole module (tests/fixtures/kube_aggregator.py),
 registered for restaurant v1beta1 and v1alpha1. The cluster runs with `--request-timeout=8s`, so
