@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from collections.abc import Container, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,6 @@ from apis.meta.field import FieldError, invalid
 from apis.runtime.codec import Codec
 from apis.runtime.kinds import HubObject
 from apis.runtime.scale import read_path, write_path
-from registry.generic.cache.stored import StoredObject
 from registry.generic.options import WriteOptions
 from storage import interface as st
 
@@ -131,8 +130,8 @@ class Allocator:
     _recent: set[int] = field(default_factory=set)
     # Whether `_held` reflects a filled cache (set by `reset`, when the cache is (re)filled).
     observing: bool = False
-    # The storage version's path to the field when that version has it (the cache's JSON is read
-    # without decoding then), else None.
+    # The storage version's path to the field when that version has it (a deleted object's stored
+    # JSON is read without decoding then), else None.
     _storage_path: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -142,42 +141,30 @@ class Allocator:
             schema = (schema.get("properties") or {}).get(part) if isinstance(schema, dict) else None
         self._storage_path = parts if schema else None
 
-    # --- the watch cache's view (registry.generic.cache.resource_cache.CacheObserver) ---------
+    # --- the watch cache's view (registry.generic.cache.resource_cache.ObjectObserver) --------
 
-    def reset(self, objects: list[StoredObject]) -> None:
-        """The cache was (re)filled with `objects`."""
-        self._held.clear()
-        self._holders.clear()
-        for obj in objects:
-            self._hold(obj.key, self._cached_number(obj))
-        self._recent.difference_update(self._holders)  # seen in the fill, not as events
-        self.observing = True
+    def seen(self, key: str, hub: Any) -> None:
+        """An object of the cache now holds what `hub` says (read off the hub the cache decoded)."""
+        self.gone(key)
+        number = number_of(hub, self.allocation)
+        if is_number(number):
+            self._held[key] = number
+            self._holders[number] += 1
+            self._recent.discard(number)
 
-    def changed(self, key: str, obj: StoredObject | None) -> None:
-        """An object of the cache was created, updated (`obj`) or deleted (None)."""
+    def gone(self, key: str) -> None:
+        """The object at `key` no longer holds a number."""
         previous = self._held.pop(key, None)
         if previous is not None:
             self._holders[previous] -= 1
             if self._holders[previous] <= 0:
                 del self._holders[previous]
-        if obj is not None:
-            number = self._cached_number(obj)
-            self._hold(key, number)
-            self._recent.discard(number)
 
-    def _hold(self, key: str, number: int | None) -> None:
-        if number is not None:
-            self._held[key] = number
-            self._holders[number] += 1
-
-    def _cached_number(self, obj: StoredObject) -> int | None:
-        if self._storage_path is not None:
-            value: Any = orjson.loads(obj.json(self.codec.kind.storage_version))
-            for part in self._storage_path:
-                value = value.get(part) if isinstance(value, dict) else None
-        else:
-            value = number_of(obj.hub(), self.allocation)
-        return value if is_number(value) else None
+    def filled(self, present: Callable[[str], object]) -> None:
+        """The cache was (re)filled, each of its objects `seen`: forget the keys no longer there."""
+        for key in [key for key in self._held if present(key) is None]:
+            self.gone(key)
+        self.observing = True
 
     def holds(self, number: int) -> bool:
         """Whether a cached object holds `number` (for repair and tests)."""

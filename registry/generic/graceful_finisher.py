@@ -25,7 +25,7 @@ import heapq
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,8 +66,9 @@ class GracefulDeletionFinisher:
 
     # --- fed by the watch cache ------------------------------------------------------------------
 
-    def seen(self, key: str, meta: Mapping[str, Any]) -> None:
+    def seen(self, key: str, hub: Any) -> None:
         """A state of the object at `key` (every ADDED and MODIFIED, every object of a fill)."""
+        meta = hub.metadata
         timestamp = meta.get("deletionTimestamp")
         if not timestamp or not meta.get("deletionGracePeriodSeconds"):
             if self._due:

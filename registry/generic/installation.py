@@ -83,5 +83,5 @@ def _finish_graceful_deletions(store: Store, cache: ResourceCache, feed: GroupFe
     if store.graceful_deletion is None:
         return
     finisher = GracefulDeletionFinisher(store.delete)
-    cache.observer = finisher
+    cache.observers.append(finisher)
     feed.companions.append(finisher)

@@ -11,7 +11,7 @@ docs/architecture.md, "The watch cache", describes how this package is put toget
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from apis.meta import errors
@@ -32,12 +32,21 @@ SelectableFields = Callable[[Any], dict[str, str]]
 
 
 class ObjectObserver(Protocol):
-    """Told of every object state the cache takes in, from the metadata already decoded for it (a
-    graceful deletion finisher keeps deadlines this way, at the cost of a dict lookup per event)."""
+    """Told of every object state the cache takes in, as the hub object already decoded for it, so a
+    view kept beside the cache (a graceful deletion finisher's deadlines, an allocator's taken
+    numbers) costs a call per event and no decoding; a resource without one pays an empty loop."""
 
-    def seen(self, key: str, meta: Mapping[str, Any]) -> None: ...
-    def gone(self, key: str) -> None: ...
-    def filled(self, present: Callable[[str], object]) -> None: ...
+    def seen(self, key: str, hub: Any) -> None:
+        """A state of the object at `key` (every ADDED and MODIFIED, every object of a fill)."""
+        ...
+
+    def gone(self, key: str) -> None:
+        """The object at `key` was deleted (or its new state could not be decoded)."""
+        ...
+
+    def filled(self, present: Callable[[str], object]) -> None:
+        """The cache was (re)filled: `present(key)` is None for a key no longer there."""
+        ...
 
 
 class CacheFeed(Protocol):
@@ -60,19 +69,6 @@ class CacheFeed(Protocol):
     async def reach(self, revision: int) -> None: ...
 
 
-class CacheObserver(Protocol):
-    """Told of every change of what the cache holds, to keep a view of its own (the numbers taken,
-    registry/generic/allocation.py) without scanning the cache."""
-
-    def reset(self, objects: list[StoredObject]) -> None:
-        """The cache was (re)filled with exactly `objects`."""
-        ...
-
-    def changed(self, key: str, obj: StoredObject | None) -> None:
-        """`key` now holds `obj` (None: deleted)."""
-        ...
-
-
 class ResourceCache:
     def __init__(self, codec: Codec, prefix: str, selectable_fields: SelectableFields) -> None:
         self.codec = codec
@@ -83,10 +79,8 @@ class ResourceCache:
         self.window = EventWindow()
         self.watchers: set[CacheWatcher] = set()
         self.feed: CacheFeed  # set by the feed that fills this cache
-        # None for nearly every resource: nothing but this check is spent on it per event.
-        self.observer: ObjectObserver | None = None
-        # Views kept over the whole cache (the numbers taken: registry/generic/allocation.py).
-        self.observers: list[CacheObserver] = []
+        # Empty for nearly every resource: an empty loop is all that is spent on it per event.
+        self.observers: list[ObjectObserver] = []
 
     # --- filled by the feed ----------------------------------------------------------------------
 
@@ -97,17 +91,15 @@ class ResourceCache:
             # Read-through answers 500 for this one object; the cache must not stop for the others.
             logger.error("watch cache: cannot decode %s at revision %d: %s", key, revision, e)
             return None
-        if self.observer is not None:
-            self.observer.seen(key, hub.metadata)
+        for observer in self.observers:
+            observer.seen(key, hub)
         return StoredObject.from_hub(self.codec, key, hub, self.selectable_fields(hub), keep_hub=False)
 
     def replace(self, objects: list[StoredObject], revision: int) -> None:
         self.index = ObjectIndex(objects)
         self.window.reset(revision)
-        if self.observer is not None:
-            self.observer.filled(self.index.get)
         for observer in self.observers:
-            observer.reset(objects)
+            observer.filled(self.index.get)
 
     def apply(self, event: st.Event, now: float) -> CacheEvent | None:
         """Take in one storage event; returns it as the cache saw it (None: undecodable, skipped)."""
@@ -119,16 +111,16 @@ class ResourceCache:
                 if prev is not None
                 else self.ingest(key, event.value, event.revision)
             )
-            if self.observer is not None:
-                self.observer.gone(key)
+            for observer in self.observers:
+                observer.gone(key)
             kind = st.EventType.DELETED
         else:
             obj = self.ingest(key, event.value, event.revision)
             prev = self.index.put(obj) if obj is not None else self.index.remove(key)
             kind = st.EventType.MODIFIED if prev is not None else st.EventType.ADDED
-        for observer in self.observers:
-            observer.changed(key, None if kind is st.EventType.DELETED else obj)
         if obj is None:
+            for observer in self.observers:
+                observer.gone(key)
             return None
         cached = CacheEvent(kind, event.revision, key, obj, prev)
         self.window.append(cached, now)
