@@ -79,3 +79,39 @@ async def test_in_flight_limit_flag_reaches_the_chain(tmp_path: Path) -> None:
         listed = await s.get(f"/apis/{GROUP}/v1beta1/toppings")
         assert listed.status == 200
         watch.close()
+
+
+async def test_audit_names_custom_subresources_and_resources_without_storage(tmp_path: Path) -> None:
+    """pizzas/bill and pizzas/oven are audited as subresources of pizzas, menuitems as a resource."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    log = tmp_path / "audit.log"
+    flags = ("--audit-policy-file", str(policy), "--audit-log-path", str(log))
+    pizzas = f"/apis/{GROUP}/v1beta1/namespaces/default/pizzas"
+    async with running_server(tmp_path / "data", *flags) as server, server.session() as s:
+        salami = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Topping", "metadata": {"name": "salami"}}
+        assert (
+            await s.post(f"/apis/{GROUP}/v1beta1/toppings", json={**salami, "spec": {"cost": 1}})
+        ).status == 201
+        pizza = {
+            "apiVersion": f"{GROUP}/v1beta1",
+            "kind": "Pizza",
+            "metadata": {"name": "plain"},
+            "spec": {"toppings": [{"name": "salami", "quantity": 1}]},
+        }
+        created = await s.post(pizzas, json=pizza)
+        assert created.status == 201, await created.text()
+        reads = {
+            "bill": await s.get(f"{pizzas}/plain/bill"),
+            "oven": await s.get(f"{pizzas}/plain/oven"),
+            "menu": await s.get(f"/apis/{GROUP}/v1beta1/namespaces/default/menuitems"),
+        }
+        assert {name: r.status for name, r in reads.items()} == {"bill": 200, "oven": 200, "menu": 200}
+    events = await _events(log, 5)
+    by_id = {e["auditID"]: e for e in events}
+    bill, oven, menu = (by_id[reads[name].headers["Audit-ID"]] for name in ("bill", "oven", "menu"))
+    assert bill["verb"] == "get" and bill["objectRef"]["resource"] == "pizzas"
+    assert bill["objectRef"]["subresource"] == "bill" and bill["objectRef"]["name"] == "plain"
+    assert oven["objectRef"]["subresource"] == "oven" and oven["responseStatus"]["code"] == 200
+    assert menu["verb"] == "list" and menu["objectRef"]["resource"] == "menuitems"
+    assert "subresource" not in menu["objectRef"]
