@@ -296,21 +296,31 @@ async def test_menu_items_are_listed_and_watched_through_the_aggregator(behind: 
     assert header.split()[:3] == ["NAME", "PRICE", "AVAILABLE"]
     assert row.split()[:3] == ["menu-watch", "5.25", "true"]
     watch = await behind.start_kubectl("get", "menuitems", "menu-watch", "-w", "-o", "json")
-    try:
-        await behind.kubectl_ok("patch", "topping", "pineapple", "--type=merge", "-p", '{"spec":{"cost":2}}')
+    stdout = watch.stdout
+    assert stdout is not None
+    buffer = b""
+
+    async def prices_until(wanted: float) -> list[float]:
+        """The prices kubectl has printed, read until `wanted` is among them."""
+        nonlocal buffer
         prices: list[float] = []
-        buffer = b""
-        assert watch.stdout is not None
         try:
             async with asyncio.timeout(COMMAND_TIMEOUT):
-                while 6 not in prices:  # ham 2 * 2 + pineapple 1 * 2
-                    chunk = await watch.stdout.read(4096)
+                while wanted not in prices:
+                    chunk = await stdout.read(4096)
                     assert chunk, "kubectl's watch ended"
                     buffer += chunk
                     prices = [float(p) for p in _prices(buffer.decode())]
         except TimeoutError:
-            raise AssertionError(f"no new price in kubectl's watch: {buffer.decode()!r}") from None
-        assert prices[0] == 5.25
+            raise AssertionError(f"no price {wanted} in kubectl's watch: {buffer.decode()!r}") from None
+        return prices
+
+    try:
+        # kubectl has read the menu item (and starts watching from its resourceVersion) ...
+        assert await prices_until(5.25) == [5.25]
+        await behind.kubectl_ok("patch", "topping", "pineapple", "--type=merge", "-p", '{"spec":{"cost":2}}')
+        # ... and sees the new price: ham 2 * 2 + pineapple 1 * 2.
+        assert await prices_until(6) == [5.25, 6]
     finally:
         await stop(watch)
         await behind.kubectl_ok(
