@@ -381,8 +381,10 @@ async def delete_listed(
     if options.dry_run or not revision or not _deletes_at_once(store, listed, options):
         await delete(store, namespace, name, options, validate)
         return
-    # Only the key and mod_revision of `cached` are relied on (Interface.delete).
-    cached = st.KeyValue(item.key, b"", 0, int(revision))
+    # Only the key and mod_revision of `cached` are relied on (Interface.delete), and its value where
+    # an allocated number must be released with it: the listed state's JSON, which the cache holds.
+    value = item.json(store.codec.kind.storage_version) if store.allocator is not None else b""
+    cached = st.KeyValue(item.key, value, 0, int(revision))
 
     async def check(kv: st.KeyValue) -> None:
         if kv is not cached:
