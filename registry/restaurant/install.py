@@ -25,7 +25,7 @@ from storage.interface import Interface
 ORDER_NUMBER_FIELD = ".spec.orderNumber"
 ORDER_NUMBERS = GroupFlag(
     "order-numbers",
-    "1-9999",
+    "1-999999",
     "The range pizzas' spec.orderNumber is allocated from, FIRST-LAST (each pizza gets a number no "
     "other pizza holds).",
     NumberRange.parse,

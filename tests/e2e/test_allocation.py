@@ -39,7 +39,7 @@ def _number(server: ServerProcess, name: str) -> str:
 
 def test_kubectl_apply_shows_the_number_and_apply_again_keeps_it(kubectl_server: ServerProcess) -> None:
     number = _number(kubectl_server, "margherita")
-    assert number.isdigit() and 1 <= int(number) <= 9999
+    assert number.isdigit() and 1 <= int(number) <= 999999
     out = kubectl_server.kubectl("apply", "-f", str(REPO / "examples")).stdout
     assert f"pizza.{GROUP}/margherita unchanged" in out
     assert _number(kubectl_server, "margherita") == number
@@ -89,7 +89,7 @@ def test_the_python_client_gets_the_number_from_create(kubectl_server: ServerPro
         }
         created = objects.create_namespaced_custom_object(GROUP, "v1beta1", "default", "pizzas", body)
         number = created["spec"]["orderNumber"]
-        assert isinstance(number, int) and 1 <= number <= 9999
+        assert isinstance(number, int) and 1 <= number <= 999999
         got = objects.get_namespaced_custom_object(GROUP, "v1beta1", "default", "pizzas", "from-python")
         assert got["spec"]["orderNumber"] == number
     finally:

@@ -45,7 +45,7 @@ async def test_a_create_gets_a_number_returned_stored_and_reserved(storage_api: 
     await api.create_toppings("salami", "mozzarella", "tomato")
     created = await api.create_pizza("margherita")
     number = _number(created)
-    assert 1 <= number <= 9999
+    assert 1 <= number <= 999999
     got = await api.get(api.pizzas_path(name="margherita"))
     assert got.status == 200 and _number(got.body) == number
     keys = await _number_keys(api)
@@ -76,7 +76,7 @@ async def test_an_asked_number_is_checked(storage_api: Api) -> None:
     )
     assert r.body["details"]["causes"][0]["field"] == "spec.orderNumber"
 
-    for outside in (10000, 123456):
+    for outside in (1000000, 1234567):
         body = api.pizza("third")
         body["spec"] = {"orderNumber": outside}
         r = await api.post(api.pizzas_path(), body)
@@ -85,7 +85,7 @@ async def test_an_asked_number_is_checked(storage_api: Api) -> None:
             "third",
             outside,
             f"failed to allocate order number {outside}: the provided order number ({outside}) is not in "
-            "the valid range. The range of valid order numbers is 1-9999",
+            "the valid range. The range of valid order numbers is 1-999999",
         )
     # Not an integer: the v1beta1 schema refuses it.
     body = api.pizza("fourth")
@@ -103,7 +103,7 @@ async def test_the_number_is_immutable_and_kept_when_omitted(storage_api: Api) -
     created = await api.create_pizza("margherita")
     number = _number(created)
     path = api.pizzas_path(name="margherita")
-    other = number % 9999 + 1
+    other = number % 999999 + 1
 
     # PUT without the number (kubectl replace of the original manifest) keeps it.
     without = {**created, "spec": {"toppings": [{"name": "salami", "quantity": 2}]}}
@@ -227,7 +227,7 @@ async def test_dry_run_writes_nothing(storage_api: Api) -> None:
     await api.create_toppings("salami", "mozzarella", "tomato")
     r = await api.post(api.pizzas_path(), api.pizza("dry"), params={"dryRun": "All"})
     assert r.status == 201, r
-    assert 1 <= _number(r.body) <= 9999
+    assert 1 <= _number(r.body) <= 999999
     assert await _number_keys(api) == {}
     held = api.pizza("held")
     held["spec"] = {"orderNumber": 3}

@@ -19,7 +19,7 @@ def test_the_help_has_a_section_for_the_group() -> None:
     text = build_parser().format_help()
     section = text.split(f"\n{RESTAURANT} flags:\n", 1)[1].split("\n\n", 1)[0]
     assert "--order-numbers range" in section
-    assert '(default "1-9999")' in " ".join(section.split())
+    assert '(default "1-999999")' in " ".join(section.split())
     assert "--allocation-repair-interval" in text
 
 
@@ -42,7 +42,7 @@ def test_the_installer_gets_the_parsed_value() -> None:
     from registry.restaurant.install import install
 
     assert install.parse(options.groups.group_flags) == {"order-numbers": NumberRange(5, 7)}
-    assert install.parse({}) == {"order-numbers": NumberRange(1, 9999)}
+    assert install.parse({}) == {"order-numbers": NumberRange(1, 999999)}
 
 
 def test_the_server_refuses_to_start_with_a_bad_value(tmp_path) -> None:
