@@ -58,6 +58,7 @@ class DerivedResource:
         if cache is None or not cache.feed.ready:
             # kube's cacher before it is ready (ResilientWatchCacheInitialization).
             raise errors.too_many_requests("storage is (re)initializing", 1)
+        cache.activate()
         return cache
 
     def _unserved(self, cache: DerivedCache, resource_version: str, *, historic: bool) -> StatusError:

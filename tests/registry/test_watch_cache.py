@@ -330,6 +330,9 @@ async def test_cached_objects_cost_at_most_twice_their_encoded_size(
         feed = attach_watch_cache(installation)
         feed.start()
         assert await feed.wait_ready(30)
+        if menu:  # a derived resource starts deriving when it is first read
+            listed = await installation.resources["menuitems"].read_list("", ListOptions())
+            assert len(listed.items) == 2000
         gc.collect()
         held, _ = tracemalloc.get_traced_memory()
     finally:

@@ -128,6 +128,10 @@ class DerivedCache(ResourceCache):
         self._sources = dict(sources)
         # A digest of each object's derivation, without resourceVersion: an event only when it changes.
         self._content: dict[str, bytes] = {}
+        # Dormant until the resource is first read (`activate`): until then the sources' events cost
+        # it nothing, so a group's derived resources do not tax the writes of a server nobody asks
+        # them of. Once active it stays so, and is rebuilt on every (re)fill like any cache.
+        self.active = False
 
     def bind(self, feed: GroupFeed) -> None:
         self.feed = _SourceView(feed)
@@ -163,8 +167,19 @@ class DerivedCache(ResourceCache):
 
     # --- filled by the feed ----------------------------------------------------------------------
 
+    def activate(self) -> None:
+        """Start deriving, from the sources' state now. The feed applies an event and advances its
+        revision without yielding in between, so at any await point the sources hold exactly the
+        state at the feed's revision: that is the state, and the revision, the cache starts from (a
+        watch from an older resourceVersion is told 410 and lists again)."""
+        if not self.active:
+            self.active = True
+            self.rebuild(source_revision(self.feed.revision))
+
     def rebuild(self, revision: int) -> None:
         """Everything again from the sources' state at `revision` (the feed (re)filled them)."""
+        if not self.active:
+            return
         names = self.derivation.reset({r: cache.index.scan("") for r, cache in self._sources.items()})
         resource_version = through(revision)
         objects: list[StoredObject] = []
@@ -181,6 +196,8 @@ class DerivedCache(ResourceCache):
 
     def source_changed(self, source: ResourceCache, event: CacheEvent, now: float) -> None:
         """One source event, after its cache took it in: an event per derived object it changed."""
+        if not self.active:
+            return
         resource = self._resource_of.get(source)
         if resource is None:
             return
