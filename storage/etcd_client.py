@@ -54,6 +54,11 @@ REQUIRE_LEADER = (("hasleader", "true"),)
 # Error texts meaning the request never reached an etcd that could apply it, so even a write can be
 # sent again to another member without risking a double apply.
 _NOT_SENT_MARKERS = ("failed to connect", "connection refused", "no leader", "not capable")
+# The member's HTTP/2 stream was reset under a request in flight (it died or closed the connection):
+# grpc reports that as UNKNOWN or CANCELLED "Stream removed (RST_STREAM ...)". Like a timeout, it says
+# nothing of whether etcd applied the request.
+_STREAM_RESET_MARKERS = ("stream removed", "rst_stream")
+_STREAM_RESET_CODES = (grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +119,15 @@ def open_endpoint(url: str, tls: TLSFiles | None) -> Endpoint:
 
 
 def is_unreachable(err: grpc.aio.AioRpcError) -> bool:
-    return err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+    code = err.code()
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return True
+    return is_stream_reset(err)
+
+
+def is_stream_reset(err: grpc.aio.AioRpcError) -> bool:
+    details = (err.details() or "").lower()
+    return err.code() in _STREAM_RESET_CODES and any(m in details for m in _STREAM_RESET_MARKERS)
 
 
 def never_reached_etcd(err: grpc.aio.AioRpcError) -> bool:
@@ -195,7 +208,9 @@ class EtcdConnection:
                 not_sent = never_reached_etcd(err)
                 if not idempotent and not not_sent:
                     raise UnknownOutcome(key, f"etcd did not answer: {err.details()}") from err
-                retry = err.code() == grpc.StatusCode.UNAVAILABLE and (idempotent or not_sent)
+                retry = (err.code() == grpc.StatusCode.UNAVAILABLE or is_stream_reset(err)) and (
+                    idempotent or not_sent
+                )
                 if not retry:
                     raise Unavailable(key, f"etcd unavailable: {err.details()}") from err
                 self.fail_over(endpoint)
