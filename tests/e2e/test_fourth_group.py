@@ -22,10 +22,10 @@ from tests.fixtures.fork import (
     added_pyproject_lines,
     changed_files,
     entry_point,
+    fork_server,
     make_fork,
-    write_distribution_metadata,
 )
-from tests.fixtures.server import ServerProcess, start_server_process
+from tests.fixtures.server import ServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -157,15 +157,9 @@ def fork(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(fork: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    site = tmp_path_factory.mktemp("site")
-    write_distribution_metadata(fork, site)
-    proc = start_server_process(
-        tmp_path_factory.mktemp("fourth-group") / "data", cwd=fork, env={"PYTHONPATH": str(site)}
-    )
-    try:
+    data = tmp_path_factory.mktemp("fourth-group") / "data"
+    with fork_server(fork, tmp_path_factory.mktemp("site"), data) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def order(name: str, namespace: str, dishes: int) -> str:

@@ -19,10 +19,10 @@ from tests.fixtures.fork import (
     added_pyproject_lines,
     changed_files,
     entry_point,
+    fork_server,
     make_fork,
-    write_distribution_metadata,
 )
-from tests.fixtures.server import ServerProcess, start_server_process
+from tests.fixtures.server import ServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -114,19 +114,12 @@ def fork(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(fork: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    site = tmp_path_factory.mktemp("site")
-    write_distribution_metadata(fork, site)
     # Naming the group's plugin in a flag proves the server knows it (an unknown name fails the start).
-    proc = start_server_process(
-        tmp_path_factory.mktemp("third-group") / "data",
-        "--enable-admission-plugins=GizmoColor",
-        cwd=fork,
-        env={"PYTHONPATH": str(site)},
-    )
-    try:
+    data = tmp_path_factory.mktemp("third-group") / "data"
+    with fork_server(
+        fork, tmp_path_factory.mktemp("site"), data, "--enable-admission-plugins=GizmoColor"
+    ) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def gizmo(server: ServerProcess, name: str) -> dict:
