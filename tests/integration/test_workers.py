@@ -27,6 +27,8 @@ from tests.integration.test_etcd_server import etcd_flags, unique_prefix
 STOP_TIMEOUT = 30.0
 # Per group; all on one worker by chance: 2 x 2**-16.
 CONNECTIONS = 16
+# Fresh connections tried to reach a worker none of the first ones reached.
+MORE_CONNECTIONS = 40
 
 
 def worker_pids(supervisor: int) -> list[int]:
@@ -65,6 +67,7 @@ class Connection:
 
     def __init__(self, server: RunningServer) -> None:
         connector = aiohttp.TCPConnector(ssl=server.ssl_context(), limit=1)
+        self.server = server
         self.session = aiohttp.ClientSession(base_url=server.url, connector=connector)
         self.api = Api(server, self.session)
         self.client_port = 0
@@ -97,11 +100,30 @@ async def connections(proc: ServerProcess, count: int) -> AsyncIterator[list[Con
 async def identified_connections(
     proc: ServerProcess, count: int
 ) -> AsyncIterator[tuple[list[Connection], list[int]]]:
-    """`count` connections, each knowing the worker that serves it, and the workers' pids."""
+    """`count` connections covering every worker, each knowing the worker that serves it, and the pids.
+
+    The kernel picks a worker per connection by hash, so `count` connections may all land on one
+    worker by chance (2 x 2**-8 for eight). Rather than make every test open many, a connection
+    to an over-represented worker is swapped for a fresh one until each worker holds one; a worker
+    still never reached after `MORE_CONNECTIONS` tries is a real failure (it is not listening).
+    """
     workers = worker_pids(proc.process.pid)
     port = int(proc.url.rsplit(":", 1)[1])
     async with connections(proc, count) as opened:
         await asyncio.gather(*(connection.identify(port, workers) for connection in opened))
+        for _ in range(MORE_CONNECTIONS):
+            missing = set(workers) - {c.worker for c in opened}
+            if not missing or count < len(workers):
+                break
+            fresh = Connection(opened[0].server)
+            await fresh.identify(port, workers)
+            if fresh.worker not in missing:
+                await fresh.session.close()
+                continue
+            crowded = max(workers, key=lambda pid: sum(c.worker == pid for c in opened))
+            index = next(i for i, c in enumerate(opened) if c.worker == crowded)
+            await opened[index].session.close()
+            opened[index] = fresh
         yield opened, workers
 
 
