@@ -58,6 +58,25 @@ def lines(sizes: dict[str, Any]) -> list[Line]:
             Line("list_all", via, f"LIST {objects} (no limit), 1 conn", "p50_ms", False, t(1.5), True),
             Line("list_paged_c4", via, f"LIST limit={sizes['page_limit']}, 4 conns", "rps", True, t(1.5)),
             Line("watch", via, fanout, "p99_ms", False, t(1.0), True, _none_lost),
+            # Protobuf beside JSON: metadata-only (the controller manager's informers) on both
+            # servers; the kind's own messages on ours only (sample-apiserver answers 406).
+            Line(
+                "list_all_meta_pb", via, f"LIST {objects} metadata-only protobuf", "p50_ms", False, None, True
+            ),
+            Line("list_all_pb", via, f"LIST {objects} in protobuf (ours only)", "p50_ms", False, None, True),
+            Line(
+                "watch_meta_pb",
+                via,
+                f"{fanout} metadata-only protobuf",
+                "p99_ms",
+                False,
+                None,
+                True,
+                _none_lost,
+            ),
+            Line(
+                "watch_pb", via, f"{fanout} in protobuf (ours only)", "p99_ms", False, None, True, _none_lost
+            ),
         ]
     for config, who in ((OTHER_GROUP, "the other group"), (OTHER_SERVER, "another server")):
         for conns in (1, 8):
@@ -103,11 +122,11 @@ def describe(row: Row | None, workload: str) -> str:
     f = row.figures
     if workload.startswith("get_") or workload == "create_c8":
         return f"{number(f['rps'])}/s p50 {number(f['p50_ms'])} p99 {number(f['p99_ms'])} ms"
-    if workload == "list_all":
+    if workload.startswith("list_all"):
         return f"p50 {number(f['p50_ms'])} p99 {number(f['p99_ms'])} ms"
     if workload == "list_paged_c4":
         return f"{number(f['rps'])} pages/s p99 {number(f['p99_ms'])} ms"
-    if workload == "watch":
+    if workload.startswith("watch"):
         text = f"p50 {number(f['p50_ms'])} p99 {number(f['p99_ms'])} ms"
         text += f", lost {f['lost']:.0f} dup {f['duplicated']:.0f}"
         if f.get("runs", 1) > 1:

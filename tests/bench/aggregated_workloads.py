@@ -28,6 +28,7 @@ from tests.bench.go_tools import ToolError
 from tests.bench.workloads import (
     MB,
     TRIM_WAIT,
+    WATCHES,
     Bench,
     Endpoint,
     Measured,
@@ -38,7 +39,18 @@ from tests.bench.workloads import (
 )
 
 VIAS = ("aggregator", "direct")
-REQUEST_WORKLOADS = ("get_c1", "get_c8", "get_c64", "create_c8", "list_all")
+REQUEST_WORKLOADS = (
+    "get_c1",
+    "get_c8",
+    "get_c64",
+    "create_c8",
+    "list_all",
+    "list_all_meta_pb",
+    "list_all_pb",
+)
+# sample-apiserver serves its kinds in JSON only (a protobuf Accept is 406), but metadata-only
+# protobuf (what the controller manager asks for) on both sides.
+OURS_ONLY = frozenset({"list_all_pb", "watch_pb"})
 PAGING_CONNECTIONS = 4
 WRITE_RATE = 100.0
 WRITER_WARMUP = 1.5  # watchfan sleeps 0.5 s before its first write; then a second of steady writes
@@ -46,8 +58,10 @@ HOLD_NAMESPACE = "bench-watch-hold"
 OPEN_CONCURRENCY = 32
 
 
-def fanout_namespaces(runs: int) -> list[str]:
-    return [f"bench-watch-{via}-{i}" for via in VIAS for i in range(runs)]
+def fanout_namespaces(runs: int, workload: str = "watch") -> list[str]:
+    """Each fan-out run's own namespace, per address and per fan-out workload (JSON, protobuf...)."""
+    flavour = workload.removeprefix("watch").replace("_", "-")
+    return [f"bench-watch{flavour}-{via}-{i}" for via in VIAS for i in range(runs)]
 
 
 def writer_namespace(reader: str) -> str:
@@ -56,7 +70,8 @@ def writer_namespace(reader: str) -> str:
 
 def namespaces(runs: int) -> list[str]:
     """Every namespace the workloads write to: created in the cluster before the servers start."""
-    return [*fanout_namespaces(runs), writer_namespace("ours"), writer_namespace("go"), HOLD_NAMESPACE]
+    fanouts = [ns for workload in WATCHES for ns in fanout_namespaces(runs, workload)]
+    return [*fanouts, writer_namespace("ours"), writer_namespace("go"), HOLD_NAMESPACE]
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -91,16 +106,21 @@ async def paged_concurrent(bench: Bench, side: Side, via: str) -> Measured:
     }, {}
 
 
-async def fanout_run(bench: Bench, side: Side, via: str, namespace: str) -> Measured:
+async def fanout_run(
+    bench: Bench, side: Side, via: str, namespace: str, accept: str = WATCHES["watch"]
+) -> Measured:
     """One fan-out (workloads.fanout_once) on `side`'s collection in `namespace`, at either address."""
     endpoint = Endpoint(side.url(via), side.tls)
-    return await fanout_once(bench, endpoint, side.object_path(namespace), side.body.replace('"c-', '"w-', 1))
+    body = side.body.replace('"c-', '"w-', 1)
+    return await fanout_once(bench, endpoint, side.object_path(namespace), body, accept)
 
 
 async def request_rows(bench: Bench, deployment: Deployment, via: str) -> None:
     """GET (1, 8, 64 conns), CREATE, LIST, paging and the fan-out, each on ours then on Go."""
     for workload in REQUEST_WORKLOADS:
         for side in deployment.sides:
+            if workload in OURS_ONLY and side.name != "ours":
+                continue
             assert side.paths is not None
             endpoint = Endpoint(side.url(via), side.tls)
             await request_suite(
@@ -110,13 +130,16 @@ async def request_rows(bench: Bench, deployment: Deployment, via: str) -> None:
         await bench.measure(
             side.name, via, "list_paged_c4", functools.partial(paged_concurrent, bench, side, via)
         )
-    runs = [ns for ns in fanout_namespaces(bench.sizes.watch_runs) if ns.startswith(f"bench-watch-{via}-")]
-    for side in deployment.sides:
+    for workload, accept in WATCHES.items():
+        runs = [ns for ns in fanout_namespaces(bench.sizes.watch_runs, workload) if f"-{via}-" in ns]
+        for side in deployment.sides:
+            if workload in OURS_ONLY and side.name != "ours":
+                continue
 
-        async def fanout(side: Side = side) -> Measured:
-            return median_run([await fanout_run(bench, side, via, ns) for ns in runs])
+            async def fanout(side: Side = side, runs: list[str] = runs, accept: str = accept) -> Measured:
+                return median_run([await fanout_run(bench, side, via, ns, accept) for ns in runs])
 
-        await bench.measure(side.name, via, "watch", fanout)
+            await bench.measure(side.name, via, workload, fanout)
 
 
 async def _count(side: Side, path: str) -> float:

@@ -65,9 +65,10 @@ class ApiClient:
         body: Any = None,
         params: dict[str, str] | None = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> Captured:
         data = orjson.dumps(body) if body is not None else None
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if data is not None:
             headers["Content-Type"] = content_type
         async with self.session.request(method, path, data=data, headers=headers, params=params) as r:

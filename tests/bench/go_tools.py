@@ -1,4 +1,4 @@
-"""The Go load tools in `../shared/tools/` (loadgen, watchfan): find or build them, run them, parse them.
+"""The Go load tools (loadgen, watchfan in `../shared/tools/`, pbwatchfan of ours): build, run, parse them.
 
 Why Go clients and not aiohttp: a Python client on the same two cores would spend as much CPU per
 request as the server it measures, so its own limit would be the number reported. The tools print
@@ -19,6 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 TOOLS_DIR = REPO / ".." / "shared" / "tools"
 BUILD_SCRIPT = TOOLS_DIR / "build.sh"
 TOOL_NAMES = ("loadgen", "watchfan")
+# Ours: watchfan reading kube's protobuf watch frames; built with the Go toolchain build.sh installs.
+OWN_TOOLS_DIR = REPO / "tests" / "bench" / "gotools"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s|µs|us|ns)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
@@ -41,18 +44,43 @@ def tools_out_dir() -> Path:
 class GoTools:
     loadgen: Path
     watchfan: Path
+    pbwatchfan: Path
 
 
-def _stale(binary: Path) -> bool:
-    """Missing, or older than any Go source next to build.sh (a colleague changed a tool)."""
+def _stale(binary: Path, sources: Path = TOOLS_DIR) -> bool:
+    """Missing, or older than any Go source of it (a colleague changed a tool)."""
     if not binary.exists():
         return True
     built = binary.stat().st_mtime
-    return any(src.stat().st_mtime > built for src in (TOOLS_DIR / binary.name).glob("*.go"))
+    return any(src.stat().st_mtime > built for src in (sources / binary.name).glob("*.go"))
+
+
+def _build_own(name: str, out: Path) -> Path:
+    """One of our tools in OWN_TOOLS_DIR, built with build.sh's toolchain and settings (no downloads)."""
+    binary = out / name
+    if _stale(binary, OWN_TOOLS_DIR):
+        env = {
+            **os.environ,
+            "GOTOOLCHAIN": "local",
+            "GOFLAGS": "",
+            "GOPROXY": "off",
+            "GOCACHE": str(out / "gocache"),
+        }
+        built = subprocess.run(
+            [str(out / "go" / "bin" / "go"), "build", "-o", str(binary), "."],
+            cwd=OWN_TOOLS_DIR / name,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if built.returncode != 0:
+            raise ToolError(f"building {name} failed ({built.returncode}):\n{built.stdout}\n{built.stderr}")
+    return binary
 
 
 def ensure_tools() -> GoTools:
-    """The two binaries, running build.sh first when one is missing or stale (blocking; needs only PyPI)."""
+    """The binaries, running build.sh first when one is missing or stale (blocking; needs only PyPI)."""
     out = tools_out_dir()
     binaries = {name: out / name for name in TOOL_NAMES}
     if any(_stale(path) for path in binaries.values()):
@@ -65,7 +93,7 @@ def ensure_tools() -> GoTools:
     missing = [str(path) for path in binaries.values() if not os.access(path, os.X_OK)]
     if missing:
         raise ToolError(f"load tools missing after build: {missing}")
-    return GoTools(binaries["loadgen"], binaries["watchfan"])
+    return GoTools(binaries["loadgen"], binaries["watchfan"], _build_own("pbwatchfan", out))
 
 
 def parse_go_duration(text: str) -> float:
@@ -206,6 +234,7 @@ async def loadgen(
     method: str = "GET",
     body: str = "",
     content_type: str = "application/json",
+    accept: str = "application/json",
     warmup: int = 20,
     expect: int = 200,
 ) -> LoadResult:
@@ -224,6 +253,8 @@ async def loadgen(
         f"{max_seconds:g}s",
         "-warmup",
         str(warmup),
+        "-accept",
+        accept,
         *tls.flags(),
     ]
     if body:
@@ -246,10 +277,14 @@ async def watchfan(
     events: int,
     rate: float,
     max_seconds: float,
+    accept: str = "application/json",
 ) -> WatchfanResult:
-    """Open `watchers` watches on the collection, POST `events` objects at `rate`/s, time deliveries."""
+    """Open `watchers` watches on the collection, POST `events` objects at `rate`/s, time deliveries.
+
+    Watches in protobuf (`accept` starting with kube's protobuf type) are read by pbwatchfan."""
+    protobuf = accept.startswith(PROTOBUF)
     argv = [
-        str(tools.watchfan),
+        str(tools.pbwatchfan if protobuf else tools.watchfan),
         "-url",
         collection_url,
         "-body",
@@ -263,5 +298,6 @@ async def watchfan(
         "-max",
         f"{max_seconds:g}s",
         *tls.flags(),
+        *(["-accept", accept] if protobuf else []),
     ]
     return WatchfanResult.parse(await _run(argv, max_seconds + 60))

@@ -23,8 +23,12 @@ WORKLOADS: dict[str, str] = {
     "update_c8": "UPDATE (merge PATCH), 8 conns",
     "delete_collection": "DELETE collection of CREATE's (items/s)",
     "list_all": "LIST {objects} (no limit), 1 conn",
+    "list_all_pb": "LIST {objects} in protobuf, 1 conn",
+    "list_all_meta_pb": "LIST {objects} as metadata-only protobuf (GC's), 1 conn",
     "list_paged": "LIST limit={limit}: 1 pass, 1 conn",
     "watch": "WATCH {watchers} x {events} @ {rate}/s",
+    "watch_pb": "WATCH {watchers} x {events} @ {rate}/s in protobuf",
+    "watch_meta_pb": "WATCH {watchers} x {events} @ {rate}/s as metadata-only protobuf",
     "rss_idle": "RSS idle",
     "rss_objects": "RSS with {objects} objects",
     "rss_watches": "RSS with {watchers} watches",
@@ -151,11 +155,11 @@ def _cell(row: Row, figure: str, floor: Row | None) -> str:
 def _other(row: Row, floor: Row | None, sizes: dict[str, Any]) -> str:
     """The column for what is not a rate or a latency quantile: MB/s, pass time, losses, memory."""
     f = row.figures
-    if row.workload == "list_all" and "mb_s" in f:
+    if row.workload.startswith("list_all") and "mb_s" in f:
         return f"{_cell(row, 'mb_s', floor)} MB/s, {f.get('mb', 0):.1f} MB"
     if row.workload == "list_paged" and "pass_ms" in f:
         return f"pass {_cell(row, 'pass_ms', floor)} ms, {f.get('pages', 0):.0f} pages"
-    if row.workload == "watch" and "lost" in f:
+    if row.workload.startswith("watch") and "lost" in f:
         text = f"lost {f['lost']:.0f}, dup {f['duplicated']:.0f}"
         if f.get("runs", 1) > 1:
             text += f"; p99 of {f['runs']:.0f} runs {f['p99_min_ms']:.1f}-{f['p99_max_ms']:.1f}"

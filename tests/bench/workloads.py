@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import shutil
 import statistics
 import subprocess
@@ -125,7 +126,21 @@ QUICK = Sizes(
 )
 
 READS = frozenset({"get_c1", "get_c8", "list_all", "list_paged"})
-EVERYTHING = READS | {"create_c8", "update_c8", "delete_collection", "watch"}
+# Kube's protobuf beside JSON: the kind's own messages, and what client-go's metadata client (the
+# controller manager's garbage collector, namespace and quota controllers) asks for.
+JSON = "application/json"
+METADATA_LIST = (
+    "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+)
+METADATA_WATCH = (
+    "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,"
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+)
+PROTOBUF_READS = frozenset({"list_all_pb", "list_all_meta_pb"})
+# Fan-out workloads and what their watchers ask for.
+WATCHES = {"watch": JSON, "watch_pb": go_tools.PROTOBUF, "watch_meta_pb": METADATA_WATCH}
+EVERYTHING = READS | PROTOBUF_READS | {"create_c8", "update_c8", "delete_collection", *WATCHES}
 
 
 @dataclass(slots=True)
@@ -240,7 +255,14 @@ async def request_suite(
             )
         )
 
-    async def list_all() -> tuple[dict[str, float], dict[str, Any]]:
+    async def list_all(accept: str = JSON) -> tuple[dict[str, float], dict[str, Any]]:
+        size = list_bytes
+        if accept != JSON:
+            async with api_client(url, endpoint.tls, connections=1) as client:
+                answer = await client.raw("GET", paths.collection, 200, accept=accept)
+            if not answer.content_type.startswith(go_tools.PROTOBUF):
+                raise RuntimeError(f"asked for {accept}, answered {answer.content_type}")
+            size = len(answer.body)
         figures, detail = load_figures(
             await go_tools.loadgen(
                 bench.tools,
@@ -250,10 +272,11 @@ async def request_suite(
                 connections=1,
                 max_seconds=s.list_seconds,
                 warmup=2,
+                accept=accept,
             )
         )
-        figures["mb"] = list_bytes / MB
-        figures["mb_s"] = list_bytes / MB / (figures["p50_ms"] / 1e3)
+        figures["mb"] = size / MB
+        figures["mb_s"] = size / MB / (figures["p50_ms"] / 1e3)
         return figures, detail
 
     async def list_paged() -> tuple[dict[str, float], dict[str, Any]]:
@@ -321,6 +344,8 @@ async def request_suite(
         "get_c8": lambda: get(8, s.get_c8),
         "get_c64": lambda: get(64, s.get_c8),  # only --aggregated asks for it
         "list_all": list_all,
+        "list_all_pb": lambda: list_all(go_tools.PROTOBUF),
+        "list_all_meta_pb": lambda: list_all(METADATA_LIST),
         "list_paged": list_paged,
         "create_c8": create,
         "update_c8": update,
@@ -405,7 +430,6 @@ async def watch_fanout(
     bench: Bench, backend: str, config: str, server: ServerProcess, namespace: str
 ) -> None:
     """watchfan's watchers plus a few verifier streams on an empty namespace; RSS sampled throughout."""
-    s = bench.sizes
     before = await _settled_rss(server)
     peak = before
     done = asyncio.Event()
@@ -417,17 +441,10 @@ async def watch_fanout(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), 0.1)
 
-    async def run() -> tuple[dict[str, float], dict[str, Any]]:
-        # Each run watches a namespace of its own, so it sees only the objects its writer creates.
-        namespaces = [f"{namespace}-{i}" for i in range(s.watch_runs)] if s.watch_runs > 1 else [namespace]
-        endpoint = Endpoint(server.url, server.client_tls)
-        return median_run(
-            [await fanout_once(bench, endpoint, pizzas_path(ns), pizza_body("w")) for ns in namespaces]
-        )
-
     sampler = asyncio.create_task(sample())
     try:
-        await bench.measure(backend, config, "watch", run)
+        endpoint = Endpoint(server.url, server.client_tls)
+        await bench.measure(backend, config, "watch", functools.partial(fanouts, bench, endpoint, namespace))
     finally:
         done.set()
         await sampler
@@ -438,7 +455,17 @@ async def watch_fanout(
 Measured = tuple[dict[str, float], dict[str, Any]]
 
 
-async def fanout_once(bench: Bench, endpoint: Endpoint, path: str, body: str) -> Measured:
+async def fanouts(bench: Bench, endpoint: Endpoint, namespace: str, accept: str = JSON) -> Measured:
+    """`watch_runs` fan-outs of pizzas, the median standing for them; each run watches a namespace of
+    its own, so it sees only the objects its writer creates."""
+    runs = bench.sizes.watch_runs
+    namespaces = [f"{namespace}-{i}" for i in range(runs)] if runs > 1 else [namespace]
+    return median_run(
+        [await fanout_once(bench, endpoint, pizzas_path(ns), pizza_body("w"), accept) for ns in namespaces]
+    )
+
+
+async def fanout_once(bench: Bench, endpoint: Endpoint, path: str, body: str, accept: str = JSON) -> Measured:
     """One watchfan run on `path` (its watchers, its paced writer posting `body`) plus the Python
     verifier streams that see what watchfan cannot (duplicates, order)."""
     s = bench.sizes
@@ -457,6 +484,7 @@ async def fanout_once(bench: Bench, endpoint: Endpoint, path: str, body: str) ->
             events=s.events,
             rate=s.rate,
             max_seconds=s.watch_seconds,
+            accept=accept,
         )
         # watchfan waited for its own deliveries; the verifier gets a little longer for its last.
         with contextlib.suppress(TimeoutError):
@@ -596,6 +624,11 @@ async def run_config(
     await request_suite(bench, backend, config, endpoint, paths, list_bytes, which)
     if "watch" in which:
         await watch_fanout(bench, backend, config, server, _watch_namespace(config))
+    for workload, accept in WATCHES.items():
+        if workload != "watch" and workload in which:
+            namespace = f"{_watch_namespace(config)}-{workload.removeprefix('watch_').replace('_', '-')}"
+            run = functools.partial(fanouts, bench, endpoint, namespace, accept)
+            await bench.measure(backend, config, workload, run)
 
 
 def _watch_namespace(config: str) -> str:

@@ -1,0 +1,3 @@
+module pbwatchfan
+
+go 1.26
