@@ -76,7 +76,16 @@ class Observation:
 
 
 class Metrics:
-    __slots__ = ("_children", "_duration", "_exposed", "_labels", "_registry", "_requests")
+    __slots__ = (
+        "_children",
+        "_content_types",
+        "_duration",
+        "_exposed",
+        "_labels",
+        "_registry",
+        "_requests",
+        "_served",
+    )
 
     def __init__(self) -> None:
         self._registry = CollectorRegistry()
@@ -97,6 +106,17 @@ class Metrics:
             buckets=DURATION_BUCKETS,
             registry=self._registry,
         )
+        # Not a kube metric: which representation each answer was sent in (JSON, YAML, a Table,
+        # kube protobuf with or without as=PartialObjectMetadata...), so an operator can see which
+        # clients (the controller manager's metadata informers ask for protobuf) get what.
+        self._served = Counter(
+            "apiserver_responses_by_content_type",
+            "Counter of responses sent, broken out for each verb, group, version, resource and the "
+            "response's Content-Type (without charset). Not a kube-apiserver metric.",
+            ("verb", "group", "version", "resource", "content_type"),
+            registry=self._registry,
+        )
+        self._content_types: dict[tuple[tuple[str, ...], str], Counter] = {}
         # (labels, code) → the counter and histogram series. prometheus_client's labels() validates
         # and locks on every call (most of observe's ~20 us); a series, once made, never changes.
         # As many entries as the metrics have series, which kube's label rules already bound.
@@ -124,6 +144,23 @@ class Metrics:
                 self._labels.clear()
             labels = self._labels[key] = request_labels(seen())
         self._count(labels, code, seconds)
+
+    def observe_content_type(
+        self, key: tuple[object, ...], seen: Callable[[], Observation], content_type: str
+    ) -> None:
+        """Counts a response by its Content-Type; `key` and `seen` as for `observe_request`, which
+        has already remembered the labels. The values are the server's own (bounded) media types."""
+        labels = self._labels.get(key)
+        if labels is None:
+            labels = request_labels(seen())
+        series_key = (labels, content_type)
+        series = self._content_types.get(series_key)
+        if series is None:
+            verb, _, group, version, resource = labels[:5]
+            media = content_type.split(";charset=", 1)[0].split("; charset=", 1)[0]
+            series = self._served.labels(verb, group, version, resource, media)
+            self._content_types[series_key] = series
+        series.inc()
 
     def _count(self, labels: tuple[str, ...], code: int, seconds: float) -> None:
         key = (labels, code)

@@ -33,13 +33,15 @@ def metrics(recorder: Metrics) -> Middleware:
         except Exception:
             _record(recorder, request, 500, started)  # what the recovery filter will answer
             raise
-        _record(recorder, request, response.status, started)
+        _record(recorder, request, response.status, started, response.headers.get("Content-Type", ""))
         return response
 
     return observe
 
 
-def _record(recorder: Metrics, request: web.Request, code: int, started: float) -> None:
+def _record(
+    recorder: Metrics, request: web.Request, code: int, started: float, response_type: str = ""
+) -> None:
     seconds = time.monotonic() - started
     match = request.match_info
     resource = match.route.resource
@@ -68,3 +70,5 @@ def _record(recorder: Metrics, request: web.Request, code: int, started: float) 
         )
 
     recorder.observe_request(key, seen, code, seconds)
+    if response_type:
+        recorder.observe_content_type(key, seen, response_type)

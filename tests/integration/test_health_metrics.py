@@ -83,3 +83,27 @@ async def test_metrics_needs_authorization(embedded_server) -> None:
         s.get("/metrics") as r,
     ):
         assert r.status == 401
+
+
+async def test_metrics_count_answers_by_content_type(embedded_server) -> None:
+    """Which representation answers went out in: what tells an operator the controller manager's
+    metadata informers get protobuf (tests/integration/test_protobuf_* check that one)."""
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    async with embedded_server.session() as s:
+        for accept in ("application/json", table, table, "application/yaml"):
+            async with s.get(f"/apis/{GROUP}/v1beta1/toppings", headers={"Accept": accept}) as r:
+                assert r.status == 200
+        async with s.get("/metrics") as r:
+            text = await r.text()
+    prefix = (
+        'apiserver_responses_by_content_type_total{content_type="%s",group="'
+        + GROUP
+        + '",resource="toppings",verb="LIST",version="v1beta1"} '
+    )
+    counts = {
+        media: next(
+            float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix % media)
+        )
+        for media in ("application/json", table, "application/yaml")
+    }
+    assert counts == {"application/json": 1.0, table: 2.0, "application/yaml": 1.0}
