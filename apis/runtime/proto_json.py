@@ -538,14 +538,6 @@ def _format_seconds(seconds: int) -> str:
     return f"{year:04d}-{month:02d}-{day:02d}T{rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}"
 
 
-def _format_rfc3339(seconds: int, micros: int | None = None) -> str:
-    if not ZERO_TIME_SECONDS <= seconds <= _MAX_SECONDS:
-        raise ConversionError(f"time {seconds}s since the epoch is outside the years 1 to 9999")
-    days, rest = divmod(seconds, 86400)
-    year, month, day = _civil(days)
-    text = f"{year:04d}-{month:02d}-{day:02d}T{rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}"
-    return text + ("Z" if micros is None else f".{micros:06d}Z")
-
 
 def _civil(days: int) -> tuple[int, int, int]:
     """Year, month, day of a day count since 1970-01-01 (Howard Hinnant's civil_from_days)."""
