@@ -538,7 +538,6 @@ def _format_seconds(seconds: int) -> str:
     return f"{year:04d}-{month:02d}-{day:02d}T{rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}"
 
 
-
 def _civil(days: int) -> tuple[int, int, int]:
     """Year, month, day of a day count since 1970-01-01 (Howard Hinnant's civil_from_days)."""
     days += 719468
