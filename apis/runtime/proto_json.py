@@ -312,7 +312,17 @@ def _scalar_writer(fd: FieldDescriptor) -> Callable[[Any], Any]:
         return lambda value: base64.b64encode(value).decode("ascii")
     if fd.cpp_type == FieldDescriptor.CPPTYPE_ENUM:
         return lambda value: fd.enum_type.values_by_number[value].name
+    if fd.cpp_type in (FieldDescriptor.CPPTYPE_FLOAT, FieldDescriptor.CPPTYPE_DOUBLE):
+        return _json_number
     return _identity
+
+
+def _json_number(value: float) -> float | int:
+    """A whole double as an integer, as Go's encoding/json writes float64(2) as `2`: a `cost: 2` sent
+    in protobuf must read back as the `2` a JSON client sent, not `2.0`."""
+    if value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
 
 
 def _identity(value: Any) -> Any:

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from apis.proto.k8s.io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as meta_pb2
 from apis.proto.k8s.io.apimachinery.pkg.runtime import generated_pb2 as runtime_pb2
 from apis.proto.k8s.io.apimachinery.pkg.runtime.schema import generated_pb2 as schema_pb2
+from apis.restaurant.v1beta1 import generated_pb2 as restaurant_pb2
 from apis.runtime.proto_json import (
     GO_JSON_ALWAYS,
     GO_JSON_OMITZERO,
@@ -446,3 +447,14 @@ def test_bad_input_is_a_protobuf_error_naming_the_field(obj: Any, cls: type[Mess
     with pytest.raises(ConversionError, match=error) as raised:
         to_message(obj, cls)
     assert isinstance(raised.value, ProtobufError)
+
+
+def test_a_whole_double_reads_back_as_the_integer_json_had() -> None:
+    """Go's encoding/json writes float64(2) as `2`; JSON clients must not see `2.0` after a protobuf write."""
+    topping = {"metadata": {"name": "ham"}, "spec": {"cost": 2}}
+    back = from_message(to_message(topping, restaurant_pb2.Topping))
+    assert back["spec"] == {"cost": 2} and type(back["spec"]["cost"]) is int
+    halves = from_message(
+        to_message({"metadata": {"name": "x"}, "spec": {"cost": 1.25}}, restaurant_pb2.Topping)
+    )
+    assert halves["spec"]["cost"] == 1.25
