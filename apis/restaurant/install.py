@@ -17,4 +17,6 @@ GROUP = GroupInfo(
     group=GROUP_NAME,
     versions=(v1beta1.VERSION, v1alpha1.VERSION),
     kinds=(TOPPING_KIND, PIZZA_KIND, MENU_ITEM_KIND),
+    # Each version's messages next to its schema: apis/restaurant/<version>/generated.proto (+ _pb2).
+    protobuf="apis.restaurant",
 )

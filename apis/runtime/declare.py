@@ -104,5 +104,6 @@ def declare_kind(
         scale=scale,
         verbs=verbs,
         stored=stored,
+        type_names=dict(names or {}),
     )
     return info, shape.cls

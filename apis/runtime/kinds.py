@@ -134,6 +134,9 @@ class KindInfo:
     # nothing of it is in storage, so discovery gives it no storageVersionHash, as kube gives none
     # to a storage that is not a StorageVersionProvider.
     stored: bool = True
+    # Names of nested object types by property path (declare_kind's `names`, e.g. {"spec.toppings":
+    # "PizzaTopping"}): the hub's classes and the kind's protobuf messages (proto_schema.py).
+    type_names: dict[str, str] = field(default_factory=dict)
 
     def subresource_kind(self, group: str, version: str, subresource: str) -> tuple[str, str, str]:
         """(group, version, kind) a subresource speaks: the kind's own, but autoscaling/v1 Scale for
@@ -168,6 +171,10 @@ class GroupInfo:
     kinds: tuple[KindInfo, ...] = field(default_factory=tuple)
     # None: the kinds are served as kube serves custom resources (apiextensions-apiserver's words).
     scheme_types: SchemeTypes | None = None
+    # The Python package holding the kinds' protobuf messages, `<package>.<version>.generated_pb2` for
+    # every served version, written from the schemas by `python -m apis.proto.generate`
+    # (apis/runtime/proto_kinds.py); None: the kinds are served in JSON only.
+    protobuf: str | None = None
 
     def kind_for_resource(self, resource: str) -> KindInfo | None:
         return next((k for k in self.kinds if k.resource == resource), None)

@@ -37,4 +37,8 @@ FISCHER_KIND, Fischer = declare_kind(
 # sample-apiserver's kinds are Go types of its scheme, the internal ones in package wardle: decoding
 # and field selector errors read as k8s.io/apiserver's typed handlers word them.
 SCHEME_TYPES = SchemeTypes(internal_package="wardle")
-GROUP = GroupInfo(GROUP_NAME, (v1beta1.VERSION, v1alpha1.VERSION), (FLUNDER_KIND, FISCHER_KIND), SCHEME_TYPES)
+# The versions are modules here, so their protobuf messages are under apis/wardle/proto/<version>/.
+KINDS = (FLUNDER_KIND, FISCHER_KIND)
+GROUP = GroupInfo(
+    GROUP_NAME, (v1beta1.VERSION, v1alpha1.VERSION), KINDS, SCHEME_TYPES, protobuf="apis.wardle.proto"
+)
