@@ -50,7 +50,7 @@ async def delete_object(request: web.Request, scope: ResourceScope, info: Reques
         return object_response(success_status(details))
     # kube answers 202 only when the client explicitly asked for cascading deletion the old way.
     status = 202 if options.orphan_dependents is False else 200
-    body = render_object(scope, obj, output)
+    body: Any = render_object(scope, obj, output)
     if output.media == PROTOBUF:
         body = protobuf.dict_body(scope, body, output)
     return object_response(body, status=status, content_type=output.content_type)
@@ -62,7 +62,7 @@ async def delete_collection(request: web.Request, scope: ResourceScope, info: Re
     listed = list_options(request.query, scope.selectable_fields(), scope.unsupported_field_label)
     admission = request_admission(request, scope, info, dry_run=options.dry_run, deleting=True)
     result = await scope.store.delete_collection(info.namespace, listed, options, validate=admission.validate)
-    body = render_list(scope, result, output)
+    body: Any = render_list(scope, result, output)
     if output.media == PROTOBUF:
         body = protobuf.dict_body(scope, body, output, listed=True)
     return object_response(body, content_type=output.content_type)

@@ -139,8 +139,7 @@ class _Encoder:
             assert key is not None
             if shared is not None and (frame := shared.get(key)) is not None:
                 return frame
-            body = protobuf.object_body(self.scope, event.object, self.output)
-            frame = protobuf.frame(event.type, body)
+            frame = protobuf.frame(event.type, protobuf.object_body(self.scope, event.object, self.output))
             if shared is not None:
                 shared[key] = frame
             return frame

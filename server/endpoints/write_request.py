@@ -233,7 +233,7 @@ class WriteRequest:
         """The written object in the URL's version, with the decoding's `warnings` and then the
         registry's (ratcheted rule failures) as `Warning` headers."""
         output = self.output
-        body = render_object(self.scope, obj, output)
+        body: Any = render_object(self.scope, obj, output)
         if output.media == PROTOBUF:
             body = protobuf.dict_body(self.scope, body, output)
         response = object_response(body, status=status, content_type=output.content_type)
