@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import calendar
+import functools
 import json
 import math
 import re
@@ -499,14 +500,23 @@ def _parse_rfc3339(value: Any, path: str) -> tuple[int, int]:
     """Unix seconds and nanoseconds of an RFC 3339 time, as Go's time.Parse(time.RFC3339, ...) reads it."""
     if not isinstance(value, str):
         raise ConversionError(f"{_where(path)}expected an RFC 3339 time string, got {_json_type(value)}")
+    try:
+        return _rfc3339(value)
+    except ValueError as err:
+        raise ConversionError(f'{_where(path)}parsing time "{value}": {err}') from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _rfc3339(value: str) -> tuple[int, int]:
+    # Cached: the objects of a list share a handful of timestamps (creation, managedFields).
     match = _RFC3339.match(value)
     if match is None:
-        raise ConversionError(f'{_where(path)}parsing time "{value}" as RFC 3339: not a valid time')
+        raise ValueError("not an RFC 3339 time")
     year, month, day, hour, minute, second = (int(match[i]) for i in range(1, 7))
     if not (1 <= month <= 12 and 1 <= day <= calendar.monthrange(year or 2000, month)[1]):
-        raise ConversionError(f'{_where(path)}parsing time "{value}": day out of range')
+        raise ValueError("day out of range")
     if hour > 23 or minute > 59 or second > 59:
-        raise ConversionError(f'{_where(path)}parsing time "{value}": time out of range')
+        raise ValueError("time out of range")
     seconds = calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))
     if match[9]:
         offset = int(match[10]) * 3600 + int(match[11]) * 60
@@ -518,10 +528,14 @@ def _parse_rfc3339(value: Any, path: str) -> tuple[int, int]:
 def _format_rfc3339(seconds: int, micros: int | None = None) -> str:
     if not ZERO_TIME_SECONDS <= seconds <= _MAX_SECONDS:
         raise ConversionError(f"time {seconds}s since the epoch is outside the years 1 to 9999")
+    return _format_seconds(seconds) + ("Z" if micros is None else f".{micros:06d}Z")
+
+
+@functools.lru_cache(maxsize=4096)
+def _format_seconds(seconds: int) -> str:
     days, rest = divmod(seconds, 86400)
     year, month, day = _civil(days)
-    text = f"{year:04d}-{month:02d}-{day:02d}T{rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}"
-    return text + ("Z" if micros is None else f".{micros:06d}Z")
+    return f"{year:04d}-{month:02d}-{day:02d}T{rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}"
 
 
 def _civil(days: int) -> tuple[int, int, int]:
@@ -571,14 +585,29 @@ def _dump_micro_time(message: Message) -> Any:
     return _format_rfc3339(message.seconds, message.nanos // 1000)
 
 
-def _load_raw_json(message: Message, value: Any, path: str) -> None:
-    # The raw bytes of FieldsV1 and RawExtension are the JSON text itself, as Go's decoder kept it.
-    message.SetInParent()
-    raw = _raw_json(value, path).encode()
-    if message.DESCRIPTOR.fields_by_name.get("Raw") is not None:
-        message.Raw = raw
+def _load_fields_v1(message: Message, value: Any, path: str) -> None:
+    # The raw bytes are the JSON text itself, as Go's decoder kept it. A fieldsV1 tree is only
+    # objects, so the C encoder writes it as Go does once the characters Go escapes are fixed up.
+    if not isinstance(value, dict):
+        raise ConversionError(f"{_where(path)}expected an object, got {_json_type(value)}")
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        raw = text.encode()
+    except (TypeError, ValueError, UnicodeEncodeError):
+        raw = _raw_json(value, path).encode()
     else:
-        message.raw = raw
+        if _GO_ESCAPED.search(text) is not None:
+            raw = _raw_json(value, path).encode()
+    message.Raw = raw
+
+
+def _load_raw_extension(message: Message, value: Any, path: str) -> None:
+    message.raw = _raw_json(value, path).encode()
+
+
+# What json.dumps writes otherwise than Go's encoding/json in a tree of objects: HTML characters and
+# U+2028/U+2029 (escaped by Go), lone surrogates (U+FFFD in Go). (Numbers have no place in fieldsV1.)
+_GO_ESCAPED = re.compile("[<>&\\u2028\\u2029\\ud800-\\udfff]")
 
 
 def _dump_raw_json(message: Message) -> Any:
@@ -655,9 +684,9 @@ _SPECIAL: dict[str, _Special] = {
     META_V1 + "Time": _Special(_load_time, _dump_time, _time_is_zero),
     META_V1 + "MicroTime": _Special(_load_micro_time, _dump_micro_time, _time_is_zero),
     META_V1 + "Duration": _Special(_load_duration, _dump_duration),
-    META_V1 + "FieldsV1": _Special(_load_raw_json, _dump_raw_json),
+    META_V1 + "FieldsV1": _Special(_load_fields_v1, _dump_raw_json),
     META_V1 + "Verbs": _Special(_load_verbs, _dump_verbs),
-    RUNTIME + "RawExtension": _Special(_load_raw_json, _dump_raw_json),
+    RUNTIME + "RawExtension": _Special(_load_raw_extension, _dump_raw_json),
     INTSTR + "IntOrString": _Special(_load_int_or_string, _dump_int_or_string),
 }
 
