@@ -10,6 +10,7 @@ import yaml
 from aiohttp import web
 
 from apis.meta.errors import StatusError
+from server.endpoints import negotiation, protobuf
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -29,17 +30,31 @@ def object_response(
     pretty: bool = False,
     headers: dict | None = None,
 ) -> web.Response:
-    """`content_type` may carry parameters (a Table's `;as=Table;v=v1;g=meta.k8s.io`), sent back as chosen."""
+    """`content_type` may carry parameters (a Table's `;as=Table;v=v1;g=meta.k8s.io`), sent back as chosen.
+    A protobuf `body` comes encoded already (only the caller knows its message)."""
     media = content_type.split(";", 1)[0].strip()
-    response = web.Response(body=encode(body, YAML if media == YAML else JSON, pretty=pretty), status=status)
+    if media == negotiation.PROTOBUF:
+        response = web.Response(body=body, status=status)
+    else:
+        response = web.Response(
+            body=encode(body, YAML if media == YAML else JSON, pretty=pretty), status=status
+        )
     response.headers["Content-Type"] = content_type
     if headers:
         response.headers.update(headers)
     return response
 
 
-def status_response(err: StatusError) -> web.Response:
-    """A `Status` error body; always JSON, as kube-apiserver answers errors (clients parse it)."""
+def status_response(err: StatusError, accept: str | None = None) -> web.Response:
+    """A `Status` error body: JSON, or a protobuf `v1 Status` when the request's `accept` asks for
+    protobuf without a transform (kube's ErrorNegotiated). Only an Accept that mentions protobuf is
+    negotiated at all, so JSON clients' errors cost what they always did."""
+    if accept and "protobuf" in accept and negotiation.error_media(accept) == negotiation.PROTOBUF:
+        response = web.Response(
+            body=protobuf.status_body(err.status()), status=err.code, headers=err.headers or None
+        )
+        response.headers["Content-Type"] = negotiation.PROTOBUF
+        return response
     return web.Response(
         body=orjson.dumps(err.status()), status=err.code, content_type=JSON, headers=err.headers or None
     )

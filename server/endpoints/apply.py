@@ -149,7 +149,7 @@ async def read_apply_patch(request: web.Request, validation: str) -> tuple[Any, 
 
 
 async def apply_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
-    output = write_output(request)
+    output = write_output(request, scope)
     apply = _apply_request(request, scope, info)
     tracker = AppliedFields()
     write = WriteRequest.begin(request, scope, info, "PatchOptions", output=output, manager=tracker)

@@ -13,7 +13,8 @@ from aiohttp import web
 
 from apis.meta.errors import success_status
 from server.endpoints import body as bodies
-from server.endpoints.negotiation import JSON
+from server.endpoints import protobuf
+from server.endpoints.negotiation import JSON, PROTOBUF
 from server.endpoints.query import delete_options, list_options
 from server.endpoints.render import render_list, render_object
 from server.endpoints.scope import ResourceScope
@@ -31,7 +32,7 @@ async def _options_body(request: web.Request) -> dict[str, Any] | None:
 
 
 async def delete_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
-    output = write_output(request)  # a 406 must never follow a deletion
+    output = write_output(request, scope)  # a 406 must never follow a deletion
     options = delete_options(request.query, await _options_body(request))
     admission = request_admission(request, scope, info, dry_run=options.dry_run, deleting=True)
     obj, deleted_now = await scope.store.delete(
@@ -44,16 +45,24 @@ async def delete_object(request: web.Request, scope: ResourceScope, info: Reques
             "kind": scope.kind.resource,
             "uid": obj.metadata.get("uid"),
         }
+        if output.media == PROTOBUF:
+            return object_response(protobuf.status_body(success_status(details)), content_type=PROTOBUF)
         return object_response(success_status(details))
     # kube answers 202 only when the client explicitly asked for cascading deletion the old way.
     status = 202 if options.orphan_dependents is False else 200
-    return object_response(render_object(scope, obj, output), status=status, content_type=output.content_type)
+    body: Any = render_object(scope, obj, output)
+    if output.media == PROTOBUF:
+        body = protobuf.dict_body(scope, body, output)
+    return object_response(body, status=status, content_type=output.content_type)
 
 
 async def delete_collection(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
-    output = write_output(request)
+    output = write_output(request, scope)
     options = delete_options(request.query, await _options_body(request), query_overrides_body=True)
     listed = list_options(request.query, scope.selectable_fields(), scope.unsupported_field_label)
     admission = request_admission(request, scope, info, dry_run=options.dry_run, deleting=True)
     result = await scope.store.delete_collection(info.namespace, listed, options, validate=admission.validate)
-    return object_response(render_list(scope, result, output), content_type=output.content_type)
+    body: Any = render_list(scope, result, output)
+    if output.media == PROTOBUF:
+        body = protobuf.dict_body(scope, body, output, listed=True)
+    return object_response(body, content_type=output.content_type)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from server.endpoints.negotiation import negotiate_output
+from server.endpoints.protobuf import negotiate
 from server.endpoints.query import list_options
 from server.endpoints.render import include_object, list_parts, object_bytes
 from server.endpoints.scope import ResourceScope
@@ -16,9 +16,7 @@ STREAM_OVER = 1 << 20
 
 
 async def get_object(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
-    output = negotiate_output(
-        request.headers.get("Accept"), allow_transforms=("Table", "PartialObjectMetadata")
-    )
+    output = negotiate(request.headers.get("Accept"), scope, ("Table", "PartialObjectMetadata"))
     obj = await scope.reads.read(
         info.namespace, info.name, resource_version=request.query.get("resourceVersion", "")
     )
@@ -29,9 +27,7 @@ async def get_object(request: web.Request, scope: ResourceScope, info: RequestIn
 
 
 async def list_objects(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.StreamResponse:
-    output = negotiate_output(
-        request.headers.get("Accept"), allow_transforms=("Table", "PartialObjectMetadataList")
-    )
+    output = negotiate(request.headers.get("Accept"), scope, ("Table", "PartialObjectMetadataList"))
     options = list_options(request.query, scope.selectable_fields(), scope.unsupported_field_label)
     result = await scope.reads.read_list(info.namespace, options)
     parts = list_parts(

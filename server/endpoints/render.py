@@ -10,7 +10,8 @@ from apis.meta import errors
 from apis.meta.field import not_supported
 from registry.generic.cache.stored import StoredObject
 from registry.generic.options import ObjectList
-from server.endpoints.negotiation import JSON, YAML, Output
+from server.endpoints import protobuf
+from server.endpoints.negotiation import JSON, PROTOBUF, YAML, Output
 from server.endpoints.scope import ResourceScope
 from server.endpoints.table import partial_object_metadata, partial_object_metadata_list, table
 from server.responses import encode
@@ -83,6 +84,8 @@ def object_bytes(
 ) -> bytes:
     if is_plain_json(output, pretty):
         return obj.json(scope.version)
+    if output.media == PROTOBUF:
+        return protobuf.object_body(scope, obj, output)
     media = YAML if output.media == YAML else JSON
     return encode(render_stored(scope, obj, output, include=include), media, pretty=pretty)
 
@@ -92,6 +95,8 @@ def list_parts(
 ) -> list[bytes]:
     """The encoded list as parts to send in order; plain JSON joins the items' memoized bytes (kube's
     streaming list encoding), the same bytes orjson would give for the whole list as a dict."""
+    if output.media == PROTOBUF:
+        return protobuf.list_parts(scope, result, list_meta(result), output)
     if not is_plain_json(output, pretty):
         media = YAML if output.media == YAML else JSON
         return [encode(render_list(scope, result, output, include=include), media, pretty=pretty)]

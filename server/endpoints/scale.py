@@ -29,7 +29,7 @@ from server.endpoints import body as bodies
 from server.endpoints.negotiation import JSON, YAML, body_media_type, negotiate_output
 from server.endpoints.patch import apply_patch, patch_document
 from server.endpoints.scope import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ResourceScope
-from server.endpoints.write_request import WriteRequest
+from server.endpoints.write_request import WriteRequest, write_output
 from server.request_info import RequestInfo
 from server.responses import add_warning, object_response
 
@@ -117,7 +117,8 @@ async def write_scale(
 def begin(request: web.Request, scope: ResourceScope, info: RequestInfo, options_kind: str) -> WriteRequest:
     """A write to /scale records its manager in the version that has the replicas field."""
     version = manager_version(scope.kind, scope.version)
-    return WriteRequest.begin(request, scope, info, options_kind, manager_version=version)
+    output = write_output(request)  # a Scale is served in JSON only
+    return WriteRequest.begin(request, scope, info, options_kind, output=output, manager_version=version)
 
 
 async def get_scale(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:

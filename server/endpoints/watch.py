@@ -1,4 +1,9 @@
-"""WATCH: a chunked stream of JSON WatchEvents, one per line.
+"""WATCH: a chunked stream of JSON WatchEvents, one per line, or kube's protobuf frames.
+
+A protobuf client (`Accept: application/vnd.kubernetes.protobuf`, also with
+`as=PartialObjectMetadata`) gets `application/vnd.kubernetes.protobuf;stream=watch`: each event a
+length-prefixed WatchEvent whose object is the object's own envelope (server/endpoints/protobuf.py).
+Either way an event's wire form is built once for every watcher of its version and format.
 
 The Store's events are pumped into a queue by a task so the handler can wait on "next event",
 "bookmark due" and "deadline" at once without cancelling the storage iterator mid-step. Errors after
@@ -22,7 +27,8 @@ from apis.meta.fields import escape_value
 from registry.generic.cache.watchers import TOO_SLOW, OpenWatch, Wakeup, WriteNow
 from registry.generic.options import WatchEvent
 from registry.generic.storage_errors import parse_resource_version
-from server.endpoints.negotiation import Output, negotiate_output
+from server.endpoints import protobuf
+from server.endpoints.negotiation import PROTOBUF, Output
 from server.endpoints.query import watch_options
 from server.endpoints.render import include_object, is_plain_json, render_stored
 from server.endpoints.scope import ResourceScope
@@ -94,16 +100,49 @@ def _client_gone(request: web.Request) -> bool:
 class _Encoder:
     """Renders events in the negotiated form; a Table's column definitions go in the first event only."""
 
-    __slots__ = ("headers_sent", "include", "output", "plain", "scope")
+    __slots__ = ("headers_sent", "include", "output", "plain", "proto", "scope", "share_key")
 
     def __init__(self, scope: ResourceScope, output: Output, include: str) -> None:
         self.scope, self.output, self.include = scope, output, include
         self.headers_sent = False
         self.plain = is_plain_json(output, pretty=False)
+        self.proto = output.media == PROTOBUF
+        # The key of this stream's form of an event in `event.encodings`: every watcher with the
+        # same key sends the same bytes (None: a Table, rendered per stream).
+        self.share_key: str | None = None
+        if self.plain:
+            self.share_key = scope.version
+        elif self.proto:
+            self.share_key = f"{scope.version}/protobuf/{output.transform}/{output.transform_version}"
+
+    @property
+    def content_type(self) -> str:
+        """kube's watch Content-Type: the media type plus `;stream=watch`, except JSON's."""
+        return protobuf.WATCH_CONTENT_TYPE if self.proto else self.output.content_type
+
+    def error(self, error: StatusError) -> bytes:
+        """The ERROR event that ends a stream, carrying the Status."""
+        if self.proto:
+            return protobuf.frame("ERROR", protobuf.status_body(error.status()))
+        return orjson.dumps({"type": "ERROR", "object": error.status()}) + b"\n"
 
     def event(self, event: WatchEvent) -> bytes:
         if event.type == "BOOKMARK":
-            return self._line("BOOKMARK", self.bookmark(event.revision, event.initial_events_end))
+            bookmark = self.bookmark(event.revision, event.initial_events_end)
+            if self.proto:
+                return protobuf.frame("BOOKMARK", protobuf.bookmark_body(self.scope, self.output, bookmark))
+            return self._line("BOOKMARK", bookmark)
+        if self.proto:
+            # Encode once, as JSON below: the object's message bytes are kept on the object, the
+            # frame shared by every watcher of this event in this version and form.
+            shared, key = event.encodings, self.share_key
+            assert key is not None
+            if shared is not None and (frame := shared.get(key)) is not None:
+                return frame
+            frame = protobuf.frame(event.type, protobuf.object_body(self.scope, event.object, self.output))
+            if shared is not None:
+                shared[key] = frame
+            return frame
         if self.plain:
             # Encode once: the object's bytes are shared by every watcher and every read of it,
             # and the line by every watcher that receives this very event.
@@ -135,9 +174,7 @@ class _Encoder:
 
 
 async def watch_objects(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.StreamResponse:
-    output = negotiate_output(
-        request.headers.get("Accept"), allow_transforms=("Table", "PartialObjectMetadata")
-    )
+    output = protobuf.negotiate(request.headers.get("Accept"), scope, ("Table", "PartialObjectMetadata"))
     query = request.query
     if info.path_name:
         # The legacy watch of one object (/pizzas/x?watch=1) is a watch filtered to that name, as in kube.
@@ -159,7 +196,7 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
         opened = await scope.reads.watch(info.namespace, options)
     except StatusError as e:
         opening_error = e
-    response = web.StreamResponse(headers={"Content-Type": output.content_type})
+    response = web.StreamResponse(headers={"Content-Type": encoder.content_type})
     response.enable_chunked_encoding()
     # The stream is this coroutine's own loop, not a coroutine of its own: every open watch keeps
     # its frames for as long as it runs.
@@ -171,7 +208,7 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
         await response.write(b"")  # the headers go out now: the client knows the watch started
         if opened is None:
             assert opening_error is not None
-            await response.write(_error_line(opening_error))
+            await response.write(encoder.error(opening_error))
         else:
             watcher = opened.watcher
             allow_bookmarks = options.allow_bookmarks
@@ -196,7 +233,7 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
                         await response.write(encoder.event(event))
                     if watcher.ended is not None:
                         if watcher.error is not None:
-                            await response.write(_error_line(watcher.error))
+                            await response.write(encoder.error(watcher.error))
                         break
                     now = loop.time()
                     if now >= deadline or _client_gone(request) or (streams is not None and streams.closing):
@@ -242,20 +279,16 @@ async def watch_objects(request: web.Request, scope: ResourceScope, info: Reques
     return response
 
 
-def _error_line(error: StatusError) -> bytes:
-    return orjson.dumps({"type": "ERROR", "object": error.status()}) + b"\n"
-
-
 def _direct_writer(transport: asyncio.Transport | None, encoder: _Encoder) -> WriteNow:
     """The watcher's `write_now`: the event's chunk, encoded once for every watcher of its version,
     written straight into the connection while it takes data; False to have it queued instead."""
-    chunk_key = f"{encoder.scope.version}/chunk"
+    chunk_key = f"{encoder.share_key}/chunk"
     direct = transport.get_extra_info(DIRECT_WRITE) if transport is not None else None
 
     def write_now(event: WatchEvent) -> bool:
         if transport is None:
             return False
-        shared = event.encodings if encoder.plain else None
+        shared = event.encodings if encoder.share_key is not None else None
         chunk = shared.get(chunk_key) if shared is not None else None
         if chunk is None:
             line = encoder.event(event)

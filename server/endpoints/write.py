@@ -19,8 +19,9 @@ from aiohttp import web
 from apis.meta import errors
 from apis.runtime.kinds import HubObject
 from server.endpoints import body as bodies
+from server.endpoints import protobuf
 from server.endpoints.decode import Decoded
-from server.endpoints.negotiation import JSON, YAML, body_media_type
+from server.endpoints.negotiation import JSON, PROTOBUF, YAML, body_media_type
 from server.endpoints.patch import apply_patch, patch_document
 from server.endpoints.scope import JSON_PATCH, ResourceScope
 from server.endpoints.write_request import WriteRequest
@@ -28,8 +29,13 @@ from server.request_info import RequestInfo
 
 
 async def _read_object(request: web.Request, write: WriteRequest) -> Decoded:
-    media = body_media_type(request.headers.get("Content-Type"), (JSON, YAML))
+    media = body_media_type(request.headers.get("Content-Type"), (JSON, YAML, PROTOBUF))
+    if media == PROTOBUF and protobuf.kind_messages(write.scope) is None:
+        raise errors.unsupported_media_type(f"{JSON}, {YAML}")
     raw = await bodies.read_body(request)
+    if media == PROTOBUF:
+        # No duplicate fields in protobuf: a repeated singular field is the last one, as in Go.
+        return write.decode(protobuf.decode_body(write.scope, raw))
     data, duplicates = bodies.decode(raw, media, track_duplicates=write.field_validation != "Ignore")
     return write.decode(data, duplicates=duplicates)
 

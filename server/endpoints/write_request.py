@@ -34,8 +34,9 @@ from registry.generic.options import WriteOptions
 from server.admission.sinks import admission_options, request_sinks
 from server.authz.interface import Authorizer, AuthzAttributes
 from server.endpoints import field_manager as managers
+from server.endpoints import protobuf
 from server.endpoints.decode import Decoded, decode_write
-from server.endpoints.negotiation import Output, negotiate_output
+from server.endpoints.negotiation import PROTOBUF, Output, negotiate_output
 from server.endpoints.query import dry_run, field_validation
 from server.endpoints.render import render_object
 from server.endpoints.scope import ResourceScope
@@ -44,9 +45,12 @@ from server.request_state import AUTHORIZER, USER
 from server.responses import add_warning, object_response
 
 
-def write_output(request: web.Request) -> Output:
-    """kube negotiates the response type before anything else: a 406 must never follow a write."""
-    return negotiate_output(request.headers.get("Accept"), allow_transforms=())
+def write_output(request: web.Request, scope: ResourceScope | None = None) -> Output:
+    """kube negotiates the response type before anything else: a 406 must never follow a write.
+    Without `scope` the answer is not the resource's kind (a Scale), which has no protobuf here."""
+    if scope is None:
+        return negotiate_output(request.headers.get("Accept"), allow_transforms=())
+    return protobuf.negotiate(request.headers.get("Accept"), scope, ())
 
 
 @dataclass(slots=True, eq=False)
@@ -179,7 +183,7 @@ class WriteRequest:
         `options_kind` for an invalid one. An apply negotiates `output` and checks its own manager
         first (required, with `force`) and passes both."""
         if output is None:
-            output = write_output(request)
+            output = write_output(request, scope)
         if manager is None:
             manager = managers.field_manager(request, info, options_kind, manager_version or scope.version)
         dry = dry_run(request.query, options_kind)
@@ -229,9 +233,10 @@ class WriteRequest:
         """The written object in the URL's version, with the decoding's `warnings` and then the
         registry's (ratcheted rule failures) as `Warning` headers."""
         output = self.output
-        response = object_response(
-            render_object(self.scope, obj, output), status=status, content_type=output.content_type
-        )
+        body: Any = render_object(self.scope, obj, output)
+        if output.media == PROTOBUF:
+            body = protobuf.dict_body(self.scope, body, output)
+        response = object_response(body, status=status, content_type=output.content_type)
         for text in (*warnings, *self.store.warnings):
             add_warning(response, text)
         return response

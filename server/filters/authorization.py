@@ -42,7 +42,9 @@ def authorization(authorizer: Authorizer) -> Middleware:
         # request goes on with no frame of this filter alive.
         user = user_of(request)
         if user is None:
-            return answered(status_response(internal_error("no user found for request")))
+            return answered(
+                status_response(internal_error("no user found for request"), request.headers.get("Accept"))
+            )
         attrs = AuthzAttributes(user, request_info_of(request))
         request[AUTHORIZER] = authorizer
         decision = decide_now(attrs) if decide_now is not None else None
@@ -69,10 +71,10 @@ def _apply(
     if decision.error:
         annotations[REASON_ANNOTATION] = "internal error"
         logger.warning("authorization of %s %s failed: %s", request.method, request.path, decision.error)
-        return answered(status_response(internal_error(decision.error)))
+        return answered(status_response(internal_error(decision.error), request.headers.get("Accept")))
     annotations.update({DECISION_ANNOTATION: "forbid", REASON_ANNOTATION: decision.reason})
     logger.debug("forbidden %s %s: %s", request.method, request.path, decision.reason)
-    return answered(status_response(forbidden_error(attrs, decision.reason)))
+    return answered(status_response(forbidden_error(attrs, decision.reason), request.headers.get("Accept")))
 
 
 def forbidden_error(attrs: AuthzAttributes, reason: str = "") -> StatusError:

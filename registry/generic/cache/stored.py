@@ -11,7 +11,7 @@ callers that need it (Tables, admission, writes), so the cache holds bytes, not 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -20,6 +20,13 @@ from apis.runtime.codec import Codec
 
 _NO_LABELS: Mapping[str, str] = {}
 _NO_FIELDS: Mapping[str, str] = {}
+# How many encodings `StoredObject.encoded` has made (memo misses), for the tests that prove a
+# watch event fanned out to many watchers is encoded once per version and format.
+_encodings_made = 0
+
+
+def encodings_made() -> int:
+    return _encodings_made
 
 
 def _dumps(data: Any) -> bytes:
@@ -38,6 +45,7 @@ class StoredObject:
     """
 
     __slots__ = (
+        "_encoded",
         "_hub",
         "_json",
         "_other",
@@ -71,6 +79,8 @@ class StoredObject:
         # The storage version's JSON (None only while a read-through object still holds its hub).
         self._json = encoded
         self._other: dict[str, bytes] | None = None
+        # Other encodings (protobuf per version, metadata only), made on first use and kept.
+        self._encoded: dict[str, bytes] | None = None
         # Kept only by objects that live for one request (read-through), where decoding again would
         # be wasted work; cached objects drop it so the cache holds bytes.
         self._hub = hub
@@ -127,6 +137,22 @@ class StoredObject:
             if self._other is None:
                 self._other = {}
             self._other[version] = encoded
+        return encoded
+
+    def encoded(self, key: str, make: Callable[[StoredObject], bytes]) -> bytes:
+        """Another encoding of the object (`key` names format and version), made by `make` once.
+
+        kube's cachingObject memoizes every encoder's output per object; here the JSON is kept
+        eagerly (every client reads it) and any other format only once a client asked for it, so a
+        server whose clients all speak JSON holds nothing more."""
+        encoded = self._encoded.get(key) if self._encoded is not None else None
+        if encoded is None:
+            global _encodings_made
+            _encodings_made += 1
+            encoded = make(self)
+            if self._encoded is None:
+                self._encoded = {}
+            self._encoded[key] = encoded
         return encoded
 
     def versioned(self, version: str) -> dict[str, Any]:
