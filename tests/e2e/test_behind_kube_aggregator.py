@@ -18,6 +18,8 @@ import orjson
 import pytest
 import pytest_asyncio
 
+from apis.proto.k8s.io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as meta_pb2
+from apis.runtime import protobuf
 from tests.fixtures.kube_aggregator import (
     COMMAND_TIMEOUT,
     BehindAggregator,
@@ -331,3 +333,62 @@ async def test_menu_items_are_listed_and_watched_through_the_aggregator(behind: 
 def _prices(text: str) -> list[str]:
     """The `"price": N` values in kubectl's stream of pretty-printed JSON objects."""
     return [part.split(",")[0].split("\n")[0].strip() for part in text.split('"price": ')[1:]]
+
+
+# client-go's metadata client (k8s.io/client-go/metadata): what kube-controller-manager's metadata
+# informers (garbage collector, namespace and quota controllers) send for every aggregated resource.
+METADATA_LIST = (
+    "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+)
+METADATA_WATCH = METADATA_LIST.replace("PartialObjectMetadataList", "PartialObjectMetadata")
+
+
+def answered_in(metrics: str, verb: str, content_type: str) -> float:
+    """How many pizza answers of `verb` the server sent in `content_type`, from its /metrics."""
+    labels = (
+        f'content_type="{content_type}",group="{GROUP}",resource="pizzas",verb="{verb}",version="v1beta1"'
+    )
+    prefix = f"apiserver_responses_by_content_type_total{{{labels}}} "
+    return sum(float(line[len(prefix) :]) for line in metrics.splitlines() if line.startswith(prefix))
+
+
+async def test_metadata_informers_get_protobuf_through_the_aggregator(behind: BehindAggregator) -> None:
+    """A metadata informer's LIST and WATCH through the aggregator are answered in protobuf.
+
+    ../shared has no kube-controller-manager to run, so its requests are made here with its exact
+    Accept headers; our server's /metrics then counts what it answered them in.
+    """
+    await bake(behind, "metadata-only")
+    before = (await behind.get("/metrics", direct=True)).body.decode()
+    async with behind.session() as session:
+        async with session.get(behind.aggregator_url + PIZZAS, headers={"Accept": METADATA_LIST}) as r:
+            assert (r.status, r.headers["Content-Type"]) == (200, protobuf.CONTENT_TYPE)
+            envelope, listed = protobuf.decode_message(await r.read(), meta_pb2.PartialObjectMetadataList)
+        assert (envelope.api_version, envelope.kind) == ("meta.k8s.io/v1", "PartialObjectMetadataList")
+        assert "metadata-only" in [item.metadata.name for item in listed.items]
+        # Ends before the cluster's --request-timeout.
+        params = {"watch": "1", "resourceVersion": listed.metadata.resourceVersion, "timeoutSeconds": "6"}
+        headers = {"Accept": METADATA_WATCH}
+        async with session.get(behind.aggregator_url + PIZZAS, params=params, headers=headers) as w:
+            assert w.headers["Content-Type"] == protobuf.CONTENT_TYPE + ";stream=watch"
+            await behind.kubectl_ok("scale", "pizza", "metadata-only", "--replicas=3")
+            async with asyncio.timeout(COMMAND_TIMEOUT):
+                size = int.from_bytes(await w.content.readexactly(4), "big")
+                event = meta_pb2.WatchEvent.FromString(await w.content.readexactly(size))
+    envelope, partial = protobuf.decode_message(event.object.raw, meta_pb2.PartialObjectMetadata)
+    assert (event.type, envelope.kind, partial.metadata.name) == (
+        "MODIFIED",
+        "PartialObjectMetadata",
+        "metadata-only",
+    )
+    # A watch is counted when it ends, which the server sees shortly after the client left.
+    wanted = {("LIST", protobuf.CONTENT_TYPE): 1.0, ("WATCH", protobuf.CONTENT_TYPE + ";stream=watch"): 1.0}
+    deadline = time.monotonic() + COMMAND_TIMEOUT
+    while True:
+        after = (await behind.get("/metrics", direct=True)).body.decode()
+        counted = {key: answered_in(after, *key) - answered_in(before, *key) for key in wanted}
+        if counted == wanted or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.2)
+    assert counted == wanted
