@@ -14,14 +14,21 @@ import importlib
 
 from google.protobuf.message import Message
 
-from apis.runtime.kinds import GroupInfo
+from apis.runtime.kinds import GroupInfo, KindInfo
 
 
 def proto_messages(group: GroupInfo, version: str, kind: str) -> tuple[type[Message], type[Message]] | None:
     """The message of `kind` in `version` of `group` and the message of its list, or None when the
     group declares no protobuf or does not serve the kind in that version."""
     info = group.kind_named(kind)
-    if group.protobuf is None or info is None or version not in info.versions:
+    return None if info is None else kind_messages(group, version, info)
+
+
+def kind_messages(
+    group: GroupInfo, version: str, info: KindInfo
+) -> tuple[type[Message], type[Message]] | None:
+    """proto_messages for a kind already at hand (a request's scope): no search of the group's kinds."""
+    if group.protobuf is None or version not in info.versions:
         return None
     return _messages(group.protobuf, version, info.kind, info.list_kind)
 

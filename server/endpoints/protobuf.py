@@ -11,9 +11,10 @@ watcher of its version and format. docs/protobuf.md gives the layout as the Go s
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from google.protobuf.internal.decoder import _DecodeVarint as _decode_varint
 from google.protobuf.internal.encoder import TagBytes, _VarintBytes
 from google.protobuf.internal.wire_format import WIRETYPE_LENGTH_DELIMITED
 from google.protobuf.message import DecodeError, Message
@@ -21,9 +22,9 @@ from google.protobuf.message import DecodeError, Message
 from apis.meta import errors
 from apis.proto.k8s.io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as meta_pb2
 from apis.proto.k8s.io.apimachinery.pkg.runtime import generated_pb2 as runtime_pb2
+from apis.runtime import proto_kinds
 from apis.runtime import protobuf as wire
 from apis.runtime.proto_json import from_message, to_message
-from apis.runtime.proto_kinds import proto_messages
 from apis.runtime.protobuf import MAGIC, ProtobufError
 from registry.generic.cache.stored import StoredObject
 from registry.generic.options import ObjectList
@@ -41,7 +42,7 @@ _LEN_PREFIX = struct.Struct(">I")  # apimachinery's LengthDelimitedFramer: 4 byt
 
 def kind_messages(scope: ResourceScope) -> tuple[type[Message], type[Message]] | None:
     """The kind's message and its list's in the URL's version, or None: the group generated none."""
-    return proto_messages(scope.group, scope.version, scope.kind.kind)
+    return proto_kinds.kind_messages(scope.group, scope.version, scope.kind)
 
 
 def go_type(scope: ResourceScope) -> str:
@@ -83,19 +84,41 @@ def _type_meta(scope: ResourceScope, output: Output, *, listed: bool) -> tuple[s
     return scope.api_version, scope.kind.list_kind if listed else scope.kind.kind
 
 
-def object_message(scope: ResourceScope, obj: StoredObject, output: Output) -> bytes:
-    """The object's message bytes in the URL's version (or its PartialObjectMetadata), memoized on
-    the object. PartialObjectMetadata is one message in meta v1 and v1beta1: one memo serves both."""
+# Every list message has its items as field 2 (kube's lists, and proto_schema's `<Kind>List`), so an
+# object's message is kept as a list element, (tag, length, bytes): a LIST joins them as they are.
+ITEMS_FIELD = 2
+_ITEM_TAG = TagBytes(ITEMS_FIELD, WIRETYPE_LENGTH_DELIMITED)
+
+
+def _as_item(message: bytes) -> bytes:
+    return _ITEM_TAG + _VarintBytes(len(message)) + message
+
+
+def _item_message(item: bytes) -> bytes:
+    """The object's message out of its kept list element (what a GET and a watch event send)."""
+    length, start = _decode_varint(item, len(_ITEM_TAG))
+    return item[start : start + length]
+
+
+def item_encoder(scope: ResourceScope, output: Output) -> tuple[str, Callable[[StoredObject], bytes]]:
+    """The memo key and the encoder of an object's list element in the URL's version (or of its
+    PartialObjectMetadata, one message in meta v1 and v1beta1: one memo serves both), resolved once
+    per request rather than per object of a LIST."""
     version = scope.version
     if output.transform in PARTIAL:
 
         def partial(o: StoredObject) -> bytes:
             meta = partial_object_metadata(o.versioned(version), f"{META_GROUP}/v1")
-            return _serialize(to_message(meta, meta_pb2.PartialObjectMetadata))
+            return _as_item(_serialize(to_message(meta, meta_pb2.PartialObjectMetadata)))
 
-        return obj.encoded(f"protobuf/{version}/meta", partial)
+        return f"protobuf/{version}/meta", partial
     cls = _messages(scope)[0]
-    return obj.encoded(f"protobuf/{version}", lambda o: _serialize(to_message(o.versioned(version), cls)))
+    return f"protobuf/{version}", lambda o: _as_item(_serialize(to_message(o.versioned(version), cls)))
+
+
+def object_message(scope: ResourceScope, obj: StoredObject, output: Output) -> bytes:
+    """The object's message bytes in the URL's version (or its PartialObjectMetadata), from its memo."""
+    return _item_message(obj.encoded(*item_encoder(scope, output)))
 
 
 def object_body(scope: ResourceScope, obj: StoredObject, output: Output) -> bytes:
@@ -127,14 +150,13 @@ def list_parts(scope: ResourceScope, result: ObjectList, meta: dict[str, Any], o
     api_version, kind = _type_meta(scope, output, listed=True)
     list_cls = meta_pb2.PartialObjectMetadataList if output.transform in PARTIAL else _messages(scope)[1]
     fields = list_cls.DESCRIPTOR.fields_by_name
+    assert fields["items"].number == ITEMS_FIELD, list_cls
     meta_tag = TagBytes(fields["metadata"].number, WIRETYPE_LENGTH_DELIMITED)
-    item_tag = TagBytes(fields["items"].number, WIRETYPE_LENGTH_DELIMITED)
     list_meta = _serialize(to_message(meta, meta_pb2.ListMeta))
-    parts = [meta_tag, _VarintBytes(len(list_meta)), list_meta]
-    for obj in result.items:
-        item = object_message(scope, obj, output)
-        parts += (item_tag, _VarintBytes(len(item)), item)
-    size = sum(len(part) for part in parts)
+    key, make = item_encoder(scope, output)
+    parts = [meta_tag + _VarintBytes(len(list_meta)) + list_meta]
+    parts += [obj.encoded(key, make) for obj in result.items]
+    size = sum(map(len, parts))
     # The envelope (runtime.Unknown: typeMeta 1, raw 2, contentEncoding 3, contentType 4) around
     # the parts, its other fields serialized by the runtime as encode() writes them.
     head = runtime_pb2.Unknown()
