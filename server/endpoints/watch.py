@@ -166,6 +166,10 @@ class _Encoder:
         meta: dict[str, Any] = {"resourceVersion": str(revision)}
         if initial_events_end:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        if self.output.transform == "PartialObjectMetadata":
+            # kube's watch encoder transforms every event's object, a bookmark's too.
+            api_version = f"meta.k8s.io/{self.output.transform_version}"
+            return {"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": meta}
         return {"kind": self.scope.kind.kind, "apiVersion": self.scope.api_version, "metadata": meta}
 
     @staticmethod
