@@ -16,7 +16,7 @@ from server.endpoints import body as bodies
 from server.endpoints import protobuf
 from server.endpoints.negotiation import JSON, PROTOBUF
 from server.endpoints.query import delete_options, list_options
-from server.endpoints.render import render_list, render_object
+from server.endpoints.render import answer_list, answer_object
 from server.endpoints.scope import ResourceScope
 from server.endpoints.write_request import request_admission, write_output
 from server.request_info import RequestInfo
@@ -50,10 +50,7 @@ async def delete_object(request: web.Request, scope: ResourceScope, info: Reques
         return object_response(success_status(details))
     # kube answers 202 only when the client explicitly asked for cascading deletion the old way.
     status = 202 if options.orphan_dependents is False else 200
-    body: Any = render_object(scope, obj, output)
-    if output.media == PROTOBUF:
-        body = protobuf.dict_body(scope, body, output)
-    return object_response(body, status=status, content_type=output.content_type)
+    return object_response(answer_object(scope, obj, output), status=status, content_type=output.content_type)
 
 
 async def delete_collection(request: web.Request, scope: ResourceScope, info: RequestInfo) -> web.Response:
@@ -62,7 +59,4 @@ async def delete_collection(request: web.Request, scope: ResourceScope, info: Re
     listed = list_options(request.query, scope.selectable_fields(), scope.unsupported_field_label)
     admission = request_admission(request, scope, info, dry_run=options.dry_run, deleting=True)
     result = await scope.store.delete_collection(info.namespace, listed, options, validate=admission.validate)
-    body: Any = render_list(scope, result, output)
-    if output.media == PROTOBUF:
-        body = protobuf.dict_body(scope, body, output, listed=True)
-    return object_response(body, content_type=output.content_type)
+    return object_response(answer_list(scope, result, output), content_type=output.content_type)

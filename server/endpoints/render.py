@@ -132,3 +132,16 @@ def render_list(
         "metadata": meta,
         "items": versioned,
     }
+
+
+def answer_object(scope: ResourceScope, hub: Any, output: Output) -> dict[str, Any] | bytes:
+    """A write's answer for object_response: the object as a dict to encode, or in protobuf its
+    bytes already (only here is its message known)."""
+    body = render_object(scope, hub, output)
+    return protobuf.dict_body(scope, body, output) if output.media == PROTOBUF else body
+
+
+def answer_list(scope: ResourceScope, result: ObjectList, output: Output) -> dict[str, Any] | bytes:
+    """A deletecollection's answer for object_response, as `answer_object`'s."""
+    body = render_list(scope, result, output)
+    return protobuf.dict_body(scope, body, output, listed=True) if output.media == PROTOBUF else body

@@ -36,9 +36,9 @@ from server.authz.interface import Authorizer, AuthzAttributes
 from server.endpoints import field_manager as managers
 from server.endpoints import protobuf
 from server.endpoints.decode import Decoded, decode_write
-from server.endpoints.negotiation import PROTOBUF, Output, negotiate_output
+from server.endpoints.negotiation import Output, negotiate_output
 from server.endpoints.query import dry_run, field_validation
-from server.endpoints.render import render_object
+from server.endpoints.render import answer_object
 from server.endpoints.scope import ResourceScope
 from server.request_info import RequestInfo
 from server.request_state import AUTHORIZER, USER
@@ -233,9 +233,7 @@ class WriteRequest:
         """The written object in the URL's version, with the decoding's `warnings` and then the
         registry's (ratcheted rule failures) as `Warning` headers."""
         output = self.output
-        body: Any = render_object(self.scope, obj, output)
-        if output.media == PROTOBUF:
-            body = protobuf.dict_body(self.scope, body, output)
+        body = answer_object(self.scope, obj, output)
         response = object_response(body, status=status, content_type=output.content_type)
         for text in (*warnings, *self.store.warnings):
             add_warning(response, text)
