@@ -45,10 +45,11 @@ def object_response(
     return response
 
 
-def status_response(err: StatusError, accept: str | None = None) -> web.Response:
-    """A `Status` error body: JSON, or a protobuf `v1 Status` when the request's `accept` asks for
+def status_response(err: StatusError, request: web.BaseRequest) -> web.Response:
+    """A `Status` error body for `request`: JSON, or a protobuf `v1 Status` when its Accept asks for
     protobuf without a transform (kube's ErrorNegotiated). Only an Accept that mentions protobuf is
     negotiated at all, so JSON clients' errors cost what they always did."""
+    accept = request.headers.get("Accept")
     if accept and "protobuf" in accept and negotiation.error_media(accept) == negotiation.PROTOBUF:
         response = web.Response(
             body=protobuf.status_body(err.status()), status=err.code, headers=err.headers or None

@@ -72,12 +72,12 @@ def authentication(
         request: web.Request, handler: Handler, result: AuthResult | None
     ) -> Awaitable[web.StreamResponse]:
         if result is None:
-            return answered(status_response(unauthorized(), request.headers.get("Accept")))
+            return answered(status_response(unauthorized(), request))
         if not _audiences_acceptable(accepted, result.audiences):
             logger.info(
                 "unable to match the audience: %s, accepted: %s", list(result.audiences), list(accepted)
             )
-            return answered(status_response(unauthorized(), request.headers.get("Accept")))
+            return answered(status_response(unauthorized(), request))
         request[USER] = result.user
         return handler(_without_credentials(request, credential_headers()))
 
@@ -86,7 +86,7 @@ def authentication(
 
 def _refused(request: web.Request, err: StatusError) -> web.Response:
     logger.info("unable to authenticate %s %s: %s", request.method, request.path, err)
-    return status_response(unauthorized(), request.headers.get("Accept"))
+    return status_response(unauthorized(), request)
 
 
 def _without_credentials(request: web.Request, names: Sequence[RequestHeaderNames]) -> web.Request:

@@ -42,9 +42,7 @@ def authorization(authorizer: Authorizer) -> Middleware:
         # request goes on with no frame of this filter alive.
         user = user_of(request)
         if user is None:
-            return answered(
-                status_response(internal_error("no user found for request"), request.headers.get("Accept"))
-            )
+            return answered(status_response(internal_error("no user found for request"), request))
         attrs = AuthzAttributes(user, request_info_of(request))
         request[AUTHORIZER] = authorizer
         decision = decide_now(attrs) if decide_now is not None else None
@@ -71,10 +69,10 @@ def _apply(
     if decision.error:
         annotations[REASON_ANNOTATION] = "internal error"
         logger.warning("authorization of %s %s failed: %s", request.method, request.path, decision.error)
-        return answered(status_response(internal_error(decision.error), request.headers.get("Accept")))
+        return answered(status_response(internal_error(decision.error), request))
     annotations.update({DECISION_ANNOTATION: "forbid", REASON_ANNOTATION: decision.reason})
     logger.debug("forbidden %s %s: %s", request.method, request.path, decision.reason)
-    return answered(status_response(forbidden_error(attrs, decision.reason), request.headers.get("Accept")))
+    return answered(status_response(forbidden_error(attrs, decision.reason), request))
 
 
 def forbidden_error(attrs: AuthzAttributes, reason: str = "") -> StatusError:

@@ -73,7 +73,7 @@ def impersonation(authorizer: Authorizer) -> Middleware:
             targets = impersonation_targets(request.headers)
         except StatusError as err:
             logger.debug("%s", err)
-            return immediate(status_response(err, request.headers.get("Accept")))
+            return immediate(status_response(err, request))
         if not targets:
             return handler(request)
         return act_as(request, handler, targets)
@@ -81,7 +81,7 @@ def impersonation(authorizer: Authorizer) -> Middleware:
     async def act_as(request: web.Request, handler: Handler, targets: list[Target]) -> web.StreamResponse:
         requestor = user_of(request)
         if requestor is None:
-            return status_response(internal_error("no user found for request"), request.headers.get("Accept"))
+            return status_response(internal_error("no user found for request"), request)
 
         groups_specified = bool(request.headers.getall(GROUP_HEADER, []))
         username, uid = "", ""
@@ -107,7 +107,7 @@ def impersonation(authorizer: Authorizer) -> Middleware:
                 logger.debug(
                     "forbidden impersonation %s: %s %s", request.path, decision.reason, decision.error
                 )
-                return status_response(forbidden_error(attrs, decision.reason), request.headers.get("Accept"))
+                return status_response(forbidden_error(attrs, decision.reason), request)
 
         if username != ANONYMOUS:
             if ALL_AUTHENTICATED not in groups and ALL_UNAUTHENTICATED not in groups:

@@ -99,7 +99,7 @@ def max_in_flight(
             if _is_privileged(user_of(request)):
                 return handler(request)
             refusal = too_many_requests(TOO_MANY_REQUESTS_MESSAGE, RETRY_AFTER_SECONDS)
-            return immediate(status_response(refusal, request.headers.get("Accept")))
+            return immediate(status_response(refusal, request))
         return occupy(request, handler, kind, seats)
 
     async def occupy(request: web.Request, handler: Handler, kind: str, seats: _Seats) -> web.StreamResponse:

@@ -31,12 +31,12 @@ async def recovery(request: web.Request, handler: Handler) -> web.StreamResponse
     except StatusError as err:
         if _response_started(request):
             raise
-        return status_response(err, request.headers.get("Accept"))
+        return status_response(err, request)
     except Exception:
         logger.exception("observed an unexpected error handling %s %s", request.method, request.path_qs)
         if _response_started(request):
             raise
-        return status_response(internal_error(PANIC_MESSAGE), request.headers.get("Accept"))
+        return status_response(internal_error(PANIC_MESSAGE), request)
 
 
 def _response_started(request: web.Request) -> bool:

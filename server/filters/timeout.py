@@ -53,7 +53,7 @@ def timeout(request_timeout: float, *, long_running: LongRunningCheck = DEFAULT_
         try:
             seconds = allotted_timeout(request.query.get("timeout", ""), request_timeout)
         except StatusError as err:
-            return status_response(err, request.headers.get("Accept"))
+            return status_response(err, request)
         # asyncio.timeout's work with one timer handle and no coroutines of its own: this runs for
         # every request. A TimeoutError of the handler's own (a storage client's) is not ours.
         task = asyncio.current_task()
@@ -69,7 +69,7 @@ def timeout(request_timeout: float, *, long_running: LongRunningCheck = DEFAULT_
                 logger.info("timed out %s %s after its response started", request.method, request.path)
                 raise TimeoutError from None
             logger.info("timed out %s %s after %ss", request.method, request.path_qs, seconds)
-            return status_response(timed_out(), request.headers.get("Accept"))
+            return status_response(timed_out(), request)
         finally:
             timer.cancel()
         if expiry.fired:
