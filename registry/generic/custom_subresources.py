@@ -13,6 +13,7 @@ a WebSocket client alike.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -45,7 +46,7 @@ class QueryParameter:
     description: str
 
 
-class Getter:
+class Getter(abc.ABC):
     """kube's rest.Getter on a subresource: GET answers one object of `kind`, computed per request.
 
     `get` returns the object without apiVersion and kind (the server sets the URL's group/version and
@@ -59,11 +60,12 @@ class Getter:
     columns: ClassVar[tuple[Column, ...] | None] = None
     verbs: ClassVar[tuple[str, ...]] = ("get",)
 
+    @abc.abstractmethod
     async def get(self, request: SubresourceRequest) -> dict[str, Any]:
-        raise NotImplementedError
+        """The object for this request (see the class docstring)."""
 
 
-class Connecter:
+class Connecter(abc.ABC):
     """kube's rest.Connecter answering GET with a stream (what pods/log and pods/exec are).
 
     `connect` validates the query and checks the parent exists *before* returning (its StatusErrors
@@ -81,8 +83,9 @@ class Connecter:
     # kube's ConnectMethods; discovery lists them as verbs (GET → get).
     verbs: ClassVar[tuple[str, ...]] = ("get",)
 
+    @abc.abstractmethod
     async def connect(self, request: SubresourceRequest) -> AsyncGenerator[bytes, None]:
-        raise NotImplementedError
+        """Checks the request, then returns the stream's async generator (see the class docstring)."""
 
 
 CustomSubresource = Getter | Connecter
